@@ -1,0 +1,405 @@
+"""Shared helpers for the scripts in ``scripts/`` (demo, CLI, benchmark).
+
+Import this module *before* ``bpy``: :func:`setup_environment` points ``BLENDER_USER_RESOURCES``
+at the project-local, git-ignored ``.blender_user/`` folder so that scripts never write into the
+user's own Blender configuration.
+
+Works both inside a Blender binary (``blender --background --python ...``) and with the ``bpy``
+module from a virtual environment. Everything here reads Blender data independently of the
+extension's own bridge module, so the benchmark's measurements do not depend on the code they
+measure.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+USER_RESOURCES = REPO_ROOT / ".blender_user"
+EXT_REPO_MODULE = "anim_signals_dev"
+EXT_ID = "anim_signals"
+ADDON_MODULE = f"bl_ext.{EXT_REPO_MODULE}.{EXT_ID}"
+OPERATOR_IDNAME = "fit_latent_spline"
+
+DEG = 180.0 / math.pi
+
+
+def setup_environment() -> None:
+    """Point Blender's user resources at ``.blender_user/`` (only if ``bpy`` is not imported yet)."""
+    if "bpy" in sys.modules:
+        return  # inside the Blender binary or already imported: too late to redirect, harmless
+    USER_RESOURCES.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("BLENDER_USER_RESOURCES", str(USER_RESOURCES))
+
+
+def import_bpy():
+    """Set up the environment and return the ``bpy`` module."""
+    setup_environment()
+    import bpy  # noqa: PLC0415
+
+    return bpy
+
+
+def add_core_to_path() -> None:
+    """Make ``import anim_signals`` (the pure-numpy core) work from the checkout."""
+    root = str(REPO_ROOT)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+
+
+# --------------------------------------------------------------------------------------------------
+# extension
+
+
+def operator_available() -> bool:
+    import bpy
+
+    return hasattr(bpy.ops, "anim_signals") and OPERATOR_IDNAME in dir(bpy.ops.anim_signals)
+
+
+def enable_extension(verbose: bool = False) -> str:
+    """Enable the checkout as a Blender extension and return the add-on module name.
+
+    If the operator is already registered (the user installed the extension zip in a real Blender),
+    nothing is changed. Otherwise an extensions repository is created at
+    ``.blender_user/extensions_dev`` holding a symlink ``anim_signals -> <checkout>``, and the add-on
+    ``bl_ext.anim_signals_dev.anim_signals`` is enabled.
+    """
+    import addon_utils
+    import bpy
+
+    if operator_available():
+        return "(already registered)"
+    repo_dir = USER_RESOURCES / "extensions_dev"
+    repo_dir.mkdir(parents=True, exist_ok=True)
+    link = repo_dir / EXT_ID
+    if link.is_symlink() and link.resolve() != REPO_ROOT:
+        link.unlink()
+    if not link.exists():
+        link.symlink_to(REPO_ROOT, target_is_directory=True)
+    repos = bpy.context.preferences.extensions.repos
+    if not any(r.module == EXT_REPO_MODULE for r in repos):
+        repos.new(name="Anim Signals (dev checkout)", module=EXT_REPO_MODULE,
+                  custom_directory=str(repo_dir), source='USER')
+    mod = addon_utils.enable(ADDON_MODULE, default_set=True, handle_error=_raise)
+    if mod is None or not operator_available():
+        raise RuntimeError(
+            f"could not enable {ADDON_MODULE}: the extension did not register "
+            f"bpy.ops.anim_signals.{OPERATOR_IDNAME}")
+    if verbose:
+        print(f"enabled {ADDON_MODULE}")
+    return ADDON_MODULE
+
+
+def _raise(ex):
+    raise ex
+
+
+# --------------------------------------------------------------------------------------------------
+# scene / data helpers
+
+
+def clear_scene() -> None:
+    """Remove all objects, armatures, actions and meshes (keeps the window, preferences, add-ons)."""
+    import bpy
+
+    for coll in (bpy.data.objects, bpy.data.armatures, bpy.data.actions, bpy.data.meshes):
+        if len(coll):
+            bpy.data.batch_remove(list(coll))
+    bpy.context.view_layer.update()
+
+
+def import_bvh(path: str | os.PathLike, *, max_frames: int | None = None):
+    """Import a BVH with Blender's own importer (defaults: rotation_mode NATIVE, frames from 1).
+
+    Returns the armature object (active). Sets the scene frame range to the clip.
+    ``max_frames`` crops the animation (keys past ``frame_start + max_frames - 1`` are removed).
+    """
+    import bpy
+
+    path = str(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(path)
+    before = set(bpy.data.objects)
+    res = bpy.ops.import_anim.bvh(filepath=path)
+    if 'FINISHED' not in res:
+        raise RuntimeError(f"BVH import failed: {path}")
+    new = [o for o in bpy.data.objects if o not in before]
+    ob = next((o for o in new if o.type == 'ARMATURE'), None) or bpy.context.active_object
+    fcs = action_fcurves(ob)
+    if max_frames is not None:
+        for fc in fcs:
+            kps = fc.keyframe_points
+            n = len(kps)
+            if n > max_frames:
+                co = read_keys(fc)
+                kps.clear()
+                kps.add(max_frames)
+                kps.foreach_set("co", co[:max_frames].ravel())
+                kps.foreach_set("interpolation", [_interp_enum(fc, 'LINEAR')] * max_frames)
+                fc.update()
+    frames = fcurve_frame_range(fcs)
+    sc = bpy.context.scene
+    sc.frame_start, sc.frame_end = int(frames[0]), int(frames[1])
+    return ob
+
+
+def _interp_enum(fc, name):
+    # foreach_set on enum properties takes the enum index
+    items = fc.keyframe_points[0].bl_rna.properties["interpolation"].enum_items
+    return items[name].value
+
+
+def fcurve_frame_range(fcs):
+    lo, hi = math.inf, -math.inf
+    for fc in fcs:
+        a, b = fc.range()
+        lo, hi = min(lo, a), max(hi, b)
+    return lo, hi
+
+
+def action_fcurves(ob, action=None):
+    """The F-curves of ``action`` (default: the object's active action) for the object's slot.
+
+    Works on 4.2/4.3 (``Action.fcurves``) and 4.4+/5.x (slots and channelbags).
+    """
+    ad = ob.animation_data
+    act = action if action is not None else (ad.action if ad else None)
+    if act is None:
+        return []
+    if hasattr(act, "slots") and len(getattr(act, "layers", ())) > 0:
+        from bpy_extras import anim_utils
+
+        slot = ad.action_slot if (ad and ad.action == act and ad.action_slot) else None
+        if slot is None and len(act.slots):
+            slot = act.slots[0]
+        cb = anim_utils.action_get_channelbag_for_slot(act, slot) if slot else None
+        return list(cb.fcurves) if cb else []
+    legacy = getattr(act, "fcurves", None)
+    return list(legacy) if legacy is not None else []
+
+
+def read_keys(fc):
+    import numpy as np
+
+    n = len(fc.keyframe_points)
+    buf = np.empty(2 * n, dtype=np.float32)
+    fc.keyframe_points.foreach_get("co", buf)
+    return buf.reshape(n, 2).astype(np.float64)
+
+
+def channel_kind(fc) -> str:
+    prop = fc.data_path.rsplit(".", 1)[-1]
+    if prop in ("rotation_euler", "delta_rotation_euler"):
+        return "rotation"
+    if prop in ("rotation_quaternion", "delta_rotation_quaternion", "rotation_axis_angle"):
+        return "quaternion"
+    if prop in ("location", "delta_location"):
+        return "location"
+    return "other"
+
+
+def channel_key(fc) -> tuple[str, int]:
+    return (fc.data_path, fc.array_index)
+
+
+def sample_fcurves(fcs, frames):
+    """Evaluate every F-curve at ``frames`` with Blender's own ``fcurve.evaluate`` -> (N, M)."""
+    import numpy as np
+
+    out = np.empty((len(frames), len(fcs)))
+    fl = [float(f) for f in frames]
+    for j, fc in enumerate(fcs):
+        ev = fc.evaluate
+        out[:, j] = [ev(f) for f in fl]
+    return out
+
+
+def count_keys(fcs) -> int:
+    return sum(len(fc.keyframe_points) for fc in fcs)
+
+
+def signal_from_object(ob):
+    """Dense signal of the object's action: (frames (N,), values (N, M), fcurves, kinds)."""
+    import numpy as np
+
+    fcs = action_fcurves(ob)
+    if not fcs:
+        raise ValueError(f"object {ob.name!r} has no animation")
+    lo, hi = fcurve_frame_range(fcs)
+    frames = np.arange(math.floor(lo), math.ceil(hi) + 1, dtype=np.float64)
+    values = sample_fcurves(fcs, frames)
+    kinds = [channel_kind(fc) for fc in fcs]
+    return frames, values, fcs, kinds
+
+
+def tolerance_vector(kinds, rot_deg=0.5, loc=0.01, other=0.01):
+    """Per-channel tolerance in native units (radians for Euler angles)."""
+    import numpy as np
+
+    tol = []
+    for k in kinds:
+        if k == "rotation":
+            tol.append(math.radians(rot_deg))
+        elif k == "location":
+            tol.append(loc)
+        else:
+            tol.append(other)
+    return np.asarray(tol)
+
+
+def errors_by_kind(orig, approx, kinds):
+    """Max abs error per channel kind: rotation in degrees, the rest in native units."""
+    import numpy as np
+
+    err = np.abs(np.asarray(approx) - np.asarray(orig))
+    out = {}
+    kinds = np.asarray(kinds)
+    for k in ("rotation", "quaternion", "location", "other"):
+        sel = kinds == k
+        if sel.any():
+            e = float(err[:, sel].max())
+            out[k] = e * DEG if k == "rotation" else e
+    return out
+
+
+def distortion(orig, approx) -> float:
+    """E_D (Mukai seed eq. 5 / Karni–Gotsman): 100 * ||Y - Y~||_F / ||Y - mean(Y)||_F."""
+    import numpy as np
+
+    orig = np.asarray(orig, float)
+    num = np.sum((orig - np.asarray(approx, float)) ** 2)
+    den = np.sum((orig - orig.mean(axis=0)) ** 2)
+    return float(100.0 * math.sqrt(num / den)) if den > 0 else 0.0
+
+
+def copy_action_with_values(ob, frames, values, name="dense_copy"):
+    """A copy of the object's action whose F-curves hold ``values`` (N, M) as one key per frame.
+
+    Used to measure world-space errors of models that are not written as Blender keys.
+    """
+    import numpy as np
+
+    act = ob.animation_data.action.copy()
+    act.name = name
+    fcs = action_fcurves(ob, act)
+    n = len(frames)
+    for j, fc in enumerate(fcs):
+        kps = fc.keyframe_points
+        kps.clear()
+        kps.add(n)
+        co = np.empty((n, 2), dtype=np.float32)
+        co[:, 0] = frames
+        co[:, 1] = values[:, j]
+        kps.foreach_set("co", co.ravel())
+        kps.foreach_set("interpolation", [_interp_enum(fc, 'LINEAR')] * n)
+        fc.update()
+    return act
+
+
+def bone_world_positions(ob, frames, action=None):
+    """World-space head and tail positions of every pose bone at ``frames`` -> (F, B*2, 3).
+
+    Evaluated through the depsgraph (``scene.frame_set``) with ``action`` assigned temporarily.
+    """
+    import bpy
+    import numpy as np
+
+    ad = ob.animation_data
+    old_action, old_slot = ad.action, getattr(ad, "action_slot", None)
+    if action is not None and action != old_action:
+        ad.action = action
+        if hasattr(ad, "action_slot") and len(getattr(action, "slots", ())):
+            ad.action_slot = action.slots[0]
+    sc = bpy.context.scene
+    cur = sc.frame_current
+    bones = list(ob.pose.bones)
+    out = np.empty((len(frames), 2 * len(bones), 3))
+    try:
+        for i, f in enumerate(frames):
+            fi = int(math.floor(f))
+            sc.frame_set(fi, subframe=float(f - fi))
+            mw = ob.matrix_world
+            for b, pb in enumerate(bones):
+                out[i, 2 * b] = mw @ pb.head
+                out[i, 2 * b + 1] = mw @ pb.tail
+    finally:
+        if action is not None and action != old_action:
+            ad.action = old_action
+            if old_slot is not None:
+                ad.action_slot = old_slot
+        sc.frame_set(cur)
+    return out
+
+
+def world_error_cm(ob, frames, action_a, action_b, max_frames=200) -> float:
+    """Max distance (cm, assuming metres as scene units) between bone heads/tails under two actions."""
+    import numpy as np
+
+    frames = np.asarray(frames)
+    if len(frames) > max_frames:
+        idx = np.unique(np.linspace(0, len(frames) - 1, max_frames).round().astype(int))
+        frames = frames[idx]
+    pa = bone_world_positions(ob, frames, action_a)
+    pb = bone_world_positions(ob, frames, action_b)
+    scale = 100.0 * bpy_unit_scale()
+    return float(np.linalg.norm(pa - pb, axis=-1).max() * scale)
+
+
+def bpy_unit_scale() -> float:
+    import bpy
+
+    return float(bpy.context.scene.unit_settings.scale_length or 1.0)
+
+
+def set_active(ob) -> None:
+    import bpy
+
+    for o in bpy.context.view_layer.objects:
+        if o is not None:
+            o.select_set(o == ob)
+    bpy.context.view_layer.objects.active = ob
+
+
+def object_override(ob) -> dict:
+    """A context override making ``ob`` the active, selected object (for operators)."""
+    import bpy
+
+    set_active(ob)
+    ctx = {"active_object": ob, "object": ob, "selected_objects": [ob],
+           "selected_editable_objects": [ob]}
+    win = bpy.context.window or (bpy.context.window_manager.windows[0]
+                                 if bpy.context.window_manager.windows else None)
+    if win is not None:
+        ctx["window"] = win
+        ctx["screen"] = win.screen
+    return ctx
+
+
+def graph_editor_override():
+    """(window, screen, area, region) of a Graph Editor (the largest area is turned into one)."""
+    import bpy
+
+    wm = bpy.context.window_manager
+    if not wm.windows:
+        raise RuntimeError("no window: Graph Editor operators cannot run")
+    win = wm.windows[0]
+    area = max(win.screen.areas, key=lambda a: a.width * a.height)
+    area.type = 'GRAPH_EDITOR'
+    area.ui_type = 'FCURVES'
+    space = area.spaces.active
+    space.dopesheet.show_only_selected = False
+    space.dopesheet.show_hidden = True
+    if hasattr(space, "use_only_selected_keyframe_handles"):
+        pass
+    region = next(r for r in area.regions if r.type == 'WINDOW')
+    return dict(window=win, screen=win.screen, area=area, region=region)
+
+
+def ensure_dir(p: str | os.PathLike) -> Path:
+    p = Path(p)
+    p.mkdir(parents=True, exist_ok=True)
+    return p
