@@ -1,0 +1,19 @@
+"""Blender operators: read Blender data -> call the core -> write Blender data.
+
+``bridge`` is the one module that touches F-curves. Submodules import bpy, so this package is
+only imported from the extension's ``register()``.
+"""
+
+from . import bridge, fit
+
+_modules = (fit,)
+
+
+def register() -> None:
+    for mod in _modules:
+        mod.register()
+
+
+def unregister() -> None:
+    for mod in reversed(_modules):
+        mod.unregister()

@@ -1,0 +1,477 @@
+"""The one module that reads and writes Blender animation data as numpy arrays.
+
+Works on Blender 4.2/4.3 (legacy ``Action.fcurves``, no slots) and on 4.4+/5.x (slotted actions:
+layers, strips, channelbags; ``Action.fcurves`` is gone in 5.0).  Everything else in the extension
+goes through these functions, so API differences between Blender versions live here only.
+
+Hot paths use ``foreach_get`` / ``foreach_set``; no per-key Python loops.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bpy
+import numpy as np
+
+# Channel kinds, in the units animators use.
+LOCATION = "LOCATION"
+EULER = "EULER"
+QUATERNION = "QUATERNION"
+SCALE = "SCALE"
+SHAPE_KEY = "SHAPE_KEY"
+OTHER = "OTHER"
+
+_KIND_BY_PROPERTY = {
+    "location": LOCATION,
+    "delta_location": LOCATION,
+    "rotation_euler": EULER,
+    "delta_rotation_euler": EULER,
+    "rotation_quaternion": QUATERNION,
+    "delta_rotation_quaternion": QUATERNION,
+    "scale": SCALE,
+    "delta_scale": SCALE,
+}
+
+_SHAPE_KEY_VALUE = re.compile(r'^key_blocks\[".*"\]\.value$')
+
+
+def has_slots() -> bool:
+    """True on Blender 4.4+ (slotted actions)."""
+    return "action_slot" in bpy.types.AnimData.bl_rna.properties
+
+
+# --------------------------------------------------------------------------------------------
+# Actions, slots, F-curves
+# --------------------------------------------------------------------------------------------
+
+
+def animated_ids(ob: bpy.types.Object, target: str = "AUTO") -> list[Any]:
+    """The IDs of ``ob`` whose action the fit works on.
+
+    target: 'OBJECT' (the object itself), 'SHAPE_KEYS' (its shape-key datablock), or 'AUTO'
+    (every one of the two that has an action).
+    """
+    ids: list[Any] = []
+    if target in {"OBJECT", "AUTO"}:
+        ids.append(ob)
+    if target in {"SHAPE_KEYS", "AUTO"}:
+        data = getattr(ob, "data", None)
+        keys = getattr(data, "shape_keys", None) if data is not None else None
+        if keys is not None:
+            ids.append(keys)
+    if target == "AUTO":
+        ids = [i for i in ids if get_action(i) is not None]
+    return ids
+
+
+def get_action(id_data: Any) -> bpy.types.Action | None:
+    adt = getattr(id_data, "animation_data", None)
+    if adt is None:
+        return None
+    return adt.action
+
+
+def get_slot(id_data: bpy.types.ID):
+    """The action slot an ID is animated by (None before Blender 4.4 or when unassigned)."""
+    adt = getattr(id_data, "animation_data", None)
+    if adt is None or not hasattr(adt, "action_slot"):
+        return None
+    return adt.action_slot
+
+
+def _channelbag(action: bpy.types.Action, slot):
+    try:
+        from bpy_extras import anim_utils
+
+        fn = getattr(anim_utils, "action_get_channelbag_for_slot", None)
+    except ImportError:  # pragma: no cover - bpy_extras always exists in Blender
+        fn = None
+    if fn is not None:
+        return fn(action, slot)
+    for layer in action.layers:
+        for strip in layer.strips:
+            cb = strip.channelbag(slot)  # type: ignore[attr-defined]
+            if cb:
+                return cb
+    return None
+
+
+def action_fcurves(action: bpy.types.Action | None, slot=None) -> list[bpy.types.FCurve]:
+    """The F-curves of ``action`` for ``slot`` (legacy actions: all of them)."""
+    if action is None:
+        return []
+    if slot is not None and hasattr(action, "layers"):
+        cb = _channelbag(action, slot)
+        return list(cb.fcurves) if cb is not None else []
+    legacy = getattr(action, "fcurves", None)
+    if legacy is not None:
+        return list(legacy)
+    return []
+
+
+def id_fcurves(id_data: bpy.types.ID) -> list[bpy.types.FCurve]:
+    """The F-curves animating ``id_data`` through its assigned action (and slot)."""
+    action = get_action(id_data)
+    if action is None:
+        return []
+    slot = get_slot(id_data)
+    if has_slots() and slot is None and hasattr(action, "layers"):
+        return []
+    return action_fcurves(action, slot)
+
+
+def list_fcurves(id_data: bpy.types.ID, *, selected_only: bool = False) -> list[bpy.types.FCurve]:
+    """F-curves of the ID's action, optionally only those selected in the Graph Editor."""
+    fcs = id_fcurves(id_data)
+    if selected_only:
+        fcs = [fc for fc in fcs if fc.select]
+    return fcs
+
+
+def fcurve_locked(fc: bpy.types.FCurve) -> bool:
+    """A curve the Graph Editor would refuse to edit: locked itself or through its group."""
+    if fc.lock:
+        return True
+    group = fc.group
+    return bool(group is not None and group.lock)
+
+
+def action_read_only_reason(action: bpy.types.Action) -> str | None:
+    """Why ``action`` may not be edited (linked from a library, non-editable override), or None."""
+    if action.library is not None:
+        return f'Action "{action.name}" is linked from library "{action.library.filepath}" and is read-only'
+    if not getattr(action, "is_editable", True):
+        return f'Action "{action.name}" is not editable (library override or linked data)'
+    return None
+
+
+def id_read_only_reason(id_data: bpy.types.ID) -> str | None:
+    if id_data.library is not None:
+        return f'"{id_data.name}" is linked from a library and is read-only'
+    if not getattr(id_data, "is_editable", True):
+        return f'"{id_data.name}" is not editable'
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Keys as arrays
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurveKeys:
+    """All of a curve's keyframes as arrays (float64 copies of Blender's float32 data)."""
+
+    co: np.ndarray  # (k, 2) frame, value
+    handle_left: np.ndarray  # (k, 2)
+    handle_right: np.ndarray  # (k, 2)
+    handle_left_type: np.ndarray  # (k,) int enum values
+    handle_right_type: np.ndarray  # (k,) int enum values
+    interpolation: np.ndarray  # (k,) int enum values
+
+    def __len__(self) -> int:
+        return int(self.co.shape[0])
+
+
+def _get2(kps, name: str, n: int) -> np.ndarray:
+    buf = np.empty(2 * n, dtype=np.float32)
+    kps.foreach_get(name, buf)
+    return buf.reshape(n, 2).astype(np.float64)
+
+
+def _get_int(kps, name: str, n: int) -> np.ndarray:
+    buf = np.empty(n, dtype=np.int32)
+    kps.foreach_get(name, buf)
+    return buf
+
+
+def read_keys(fc: bpy.types.FCurve) -> CurveKeys:
+    kps = fc.keyframe_points
+    n = len(kps)
+    return CurveKeys(
+        co=_get2(kps, "co", n),
+        handle_left=_get2(kps, "handle_left", n),
+        handle_right=_get2(kps, "handle_right", n),
+        handle_left_type=_get_int(kps, "handle_left_type", n),
+        handle_right_type=_get_int(kps, "handle_right_type", n),
+        interpolation=_get_int(kps, "interpolation", n),
+    )
+
+
+def read_key_frames(fc: bpy.types.FCurve) -> np.ndarray:
+    kps = fc.keyframe_points
+    n = len(kps)
+    return _get2(kps, "co", n)[:, 0] if n else np.empty(0)
+
+
+def count_keys(fcurves: Iterable[bpy.types.FCurve]) -> int:
+    return int(sum(len(fc.keyframe_points) for fc in fcurves))
+
+
+def frame_grid(fcurves: Sequence[bpy.types.FCurve], *, integer_frames: bool = True) -> np.ndarray:
+    """Union of the curves' key frames, plus every whole frame in between when ``integer_frames``."""
+    parts = [read_key_frames(fc) for fc in fcurves]
+    parts = [p for p in parts if p.size]
+    if not parts:
+        return np.empty(0)
+    frames = np.unique(np.concatenate(parts))
+    if integer_frames and frames.size:
+        lo, hi = np.ceil(frames[0]), np.floor(frames[-1])
+        if hi >= lo:
+            frames = np.union1d(frames, np.arange(lo, hi + 1.0))
+    # Merge frames closer than float32 resolution (keys are stored as float32).
+    if frames.size > 1:
+        keep = np.concatenate(([True], np.diff(frames) > 1e-4))
+        frames = frames[keep]
+    return frames
+
+
+def sample_curves(fcurves: Sequence[bpy.types.FCurve], frames: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sample curves on a common frame grid: returns ``(frames (N,), values (N, M))``.
+
+    A curve with a key on every grid frame (dense baked / mocap data) contributes its key values
+    directly; any other curve is evaluated with ``FCurve.evaluate`` (so interpolation, handles and
+    modifiers are honoured).
+    """
+    if frames is None:
+        frames = frame_grid(fcurves)
+    frames = np.asarray(frames, dtype=np.float64)
+    values = np.empty((frames.size, len(fcurves)), dtype=np.float64)
+    for j, fc in enumerate(fcurves):
+        kps = fc.keyframe_points
+        n = len(kps)
+        if n == frames.size and n and not len(fc.modifiers):
+            co = _get2(kps, "co", n)
+            if np.allclose(co[:, 0], frames, atol=1e-4, rtol=0):
+                values[:, j] = co[:, 1]
+                continue
+        ev = fc.evaluate
+        values[:, j] = [ev(f) for f in frames.tolist()]
+    return frames, values
+
+
+# --------------------------------------------------------------------------------------------
+# Channel specs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChannelSpec:
+    data_path: str
+    array_index: int
+    kind: str  # LOCATION | EULER | QUATERNION | SCALE | SHAPE_KEY | OTHER
+    owner_path: str  # data path of the struct owning the property ('' for the ID itself)
+    rotation_mode: str | None = None  # rotation mode of the owner (object / pose bone) if it has one
+
+    @property
+    def label(self) -> str:
+        return f"{self.data_path}[{self.array_index}]"
+
+
+def _split_path(data_path: str) -> tuple[str, str]:
+    """'pose.bones["a.b"].location' -> ('pose.bones["a.b"]', 'location')."""
+    # Property names never contain '"' or ']', so the last '.' outside brackets/quotes splits.
+    depth = 0
+    in_quote = False
+    split = -1
+    i = 0
+    while i < len(data_path):
+        ch = data_path[i]
+        if ch == "\\" and in_quote:
+            i += 2
+            continue
+        if ch == '"':
+            in_quote = not in_quote
+        elif not in_quote:
+            if ch == "[":
+                depth += 1
+            elif ch == "]":
+                depth -= 1
+            elif ch == "." and depth == 0:
+                split = i
+        i += 1
+    if split < 0:
+        return "", data_path
+    return data_path[:split], data_path[split + 1 :]
+
+
+def channel_spec(id_data: bpy.types.ID, fc: bpy.types.FCurve) -> ChannelSpec:
+    path = fc.data_path
+    owner_path, prop = _split_path(path)
+    kind = _KIND_BY_PROPERTY.get(prop, OTHER)
+    if isinstance(id_data, bpy.types.Key) and _SHAPE_KEY_VALUE.match(path):
+        kind = SHAPE_KEY
+    rotation_mode = None
+    if kind in {EULER, QUATERNION}:
+        owner: Any = id_data
+        if owner_path:
+            try:
+                owner = id_data.path_resolve(owner_path)
+            except (ValueError, AttributeError):
+                owner = None
+        rotation_mode = getattr(owner, "rotation_mode", None) if owner is not None else None
+    return ChannelSpec(path, int(fc.array_index), kind, owner_path, rotation_mode)
+
+
+def channel_specs(id_data: bpy.types.ID, fcurves: Sequence[bpy.types.FCurve]) -> list[ChannelSpec]:
+    return [channel_spec(id_data, fc) for fc in fcurves]
+
+
+# --------------------------------------------------------------------------------------------
+# Writing keys
+# --------------------------------------------------------------------------------------------
+
+
+def _enum_values(struct, prop: str) -> dict[str, int]:
+    return {e.identifier: e.value for e in struct.bl_rna.properties[prop].enum_items}
+
+
+def handle_type_values() -> dict[str, int]:
+    return _enum_values(bpy.types.Keyframe, "handle_left_type")
+
+
+def interpolation_values() -> dict[str, int]:
+    return _enum_values(bpy.types.Keyframe, "interpolation")
+
+
+def _as_type_ints(types, n: int, table: dict[str, int]) -> np.ndarray:
+    arr = np.asarray(types)
+    if arr.dtype.kind in "iu":
+        out = arr.astype(np.int32)
+    else:
+        out = np.array([table[str(t)] for t in arr.tolist()], dtype=np.int32)
+    if out.shape != (n,):
+        raise ValueError(f"expected {n} handle types, got shape {out.shape}")
+    return out
+
+
+def write_bezier(
+    fc: bpy.types.FCurve,
+    co: np.ndarray,
+    handle_left: np.ndarray,
+    handle_right: np.ndarray,
+    handle_left_type,
+    handle_right_type=None,
+) -> None:
+    """Replace all keys of ``fc`` with the given Bezier keys (interpolation BEZIER).
+
+    Handle types must be FREE or ALIGNED (VECTOR for straight segments) so that ``fc.update()``
+    keeps the exact handle positions; AUTO types would be recomputed by Blender.
+    """
+    co = np.ascontiguousarray(co, dtype=np.float64).reshape(-1, 2)
+    n = co.shape[0]
+    hl = np.ascontiguousarray(handle_left, dtype=np.float64).reshape(n, 2)
+    hr = np.ascontiguousarray(handle_right, dtype=np.float64).reshape(n, 2)
+    table = handle_type_values()
+    lt = _as_type_ints(handle_left_type, n, table)
+    rt = lt if handle_right_type is None else _as_type_ints(handle_right_type, n, table)
+    kps = fc.keyframe_points
+    kps.clear()
+    if n == 0:
+        fc.update()
+        return
+    kps.add(n)
+    kps.foreach_set("co", co.astype(np.float32).ravel())
+    kps.foreach_set("handle_left", hl.astype(np.float32).ravel())
+    kps.foreach_set("handle_right", hr.astype(np.float32).ravel())
+    kps.foreach_set("handle_left_type", lt)
+    kps.foreach_set("handle_right_type", rt)
+    kps.foreach_set("interpolation", np.full(n, interpolation_values()["BEZIER"], dtype=np.int32))
+    kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
+    fc.update()
+
+
+def write_constant(fc: bpy.types.FCurve, frame: float, value: float) -> None:
+    """Replace all keys of ``fc`` with one key (a constant curve)."""
+    co = np.array([[frame, value]])
+    write_bezier(fc, co, co - [1.0, 0.0], co + [1.0, 0.0], ["FREE"])
+
+
+def restore_keys(fc: bpy.types.FCurve, keys: CurveKeys) -> None:
+    """Write back keys read with :func:`read_keys` (exactly, including handle types)."""
+    kps = fc.keyframe_points
+    kps.clear()
+    n = len(keys)
+    if n:
+        kps.add(n)
+        kps.foreach_set("co", keys.co.astype(np.float32).ravel())
+        kps.foreach_set("handle_left", keys.handle_left.astype(np.float32).ravel())
+        kps.foreach_set("handle_right", keys.handle_right.astype(np.float32).ravel())
+        kps.foreach_set("handle_left_type", keys.handle_left_type)
+        kps.foreach_set("handle_right_type", keys.handle_right_type)
+        kps.foreach_set("interpolation", keys.interpolation)
+    fc.update()
+
+
+def find_fcurve(action: bpy.types.Action, slot, data_path: str, array_index: int) -> bpy.types.FCurve | None:
+    for fc in action_fcurves(action, slot):
+        if fc.data_path == data_path and fc.array_index == array_index:
+            return fc
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Copying actions
+# --------------------------------------------------------------------------------------------
+
+
+def copy_action(action: bpy.types.Action, name: str | None = None) -> bpy.types.Action:
+    """A full copy of ``action`` (all slots), named ``name`` (default "<name>.fit").
+
+    The original gets a fake user so it survives saving once nothing uses it any more.
+    """
+    new: Any = action.copy()
+    new.name = name if name is not None else f"{action.name}.fit"
+    action.use_fake_user = True
+    return new
+
+
+def assign_action(id_data: Any, action: bpy.types.Action, slot_identifier: str | None = None) -> None:
+    """Assign ``action`` to ``id_data``; on 4.4+ also the slot with ``slot_identifier``."""
+    adt = id_data.animation_data
+    if adt is None:
+        adt = id_data.animation_data_create()
+    adt.action = action
+    if slot_identifier is not None and hasattr(adt, "action_slot"):
+        slot = action.slots.get(slot_identifier)
+        if slot is not None:
+            adt.action_slot = slot
+
+
+def slot_identifier(id_data: bpy.types.ID) -> str | None:
+    slot = get_slot(id_data)
+    return None if slot is None else slot.identifier
+
+
+# --------------------------------------------------------------------------------------------
+# Armature joints in world space
+# --------------------------------------------------------------------------------------------
+
+
+def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[int]) -> np.ndarray:
+    """World-space head positions of every pose bone at ``frames``: (len(frames), n_bones, 3).
+
+    Sets the scene frame for each sample and restores the current frame afterwards.
+    """
+    if ob.type != "ARMATURE" or ob.pose is None:
+        return np.empty((len(frames), 0, 3))
+    frame0, sub0 = scene.frame_current, scene.frame_subframe
+    n_bones = len(ob.pose.bones)
+    out = np.empty((len(frames), n_bones, 3), dtype=np.float64)
+    heads = np.empty(3 * n_bones, dtype=np.float32)
+    try:
+        for i, f in enumerate(frames):
+            scene.frame_set(int(f))
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            ob_eval: Any = ob.evaluated_get(depsgraph)
+            ob_eval.pose.bones.foreach_get("head", heads)
+            mw = np.array(ob_eval.matrix_world, dtype=np.float64)
+            h = heads.reshape(n_bones, 3).astype(np.float64)
+            out[i] = h @ mw[:3, :3].T + mw[:3, 3]
+    finally:
+        scene.frame_set(frame0, subframe=sub0)
+    return out

@@ -1,0 +1,656 @@
+"""Operator ``anim_signals.fit_latent_spline``: dense F-curves -> a few exact Bezier keys.
+
+Thin: reads curves through :mod:`.bridge`, fits with the core (``anim_signals``), writes through
+:mod:`.bridge`. Nothing is written until the fit has finished, so a cancelled or failed fit
+leaves the user's data untouched.
+"""
+
+
+import math
+import time
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
+
+from ..anim_signals import FitCancelled, iter_fit_channels
+from ..anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
+from . import bridge
+
+# Samples of an armature's pose compared in world space for the joint error (kept cheap).
+JOINT_ERROR_SAMPLES = 48
+
+
+class FitInputError(Exception):
+    """Bad input: reported to the user, nothing changed."""
+
+
+@dataclass
+class FitJob:
+    """One animated ID (object or shape-key datablock) and the curves to fit on it."""
+
+    id_data: Any  # bpy.types.Object | bpy.types.Key
+    action: Any  # bpy.types.Action
+    slot_identifier: str | None
+    fcurves: list  # F-curves to fit
+    specs: list  # bridge.ChannelSpec per fitted curve
+    frames: np.ndarray  # (N,)
+    values: np.ndarray  # (N, M) original samples
+    fit_values: np.ndarray  # (N, M) unwrapped / hemisphere-continuous samples that are fitted
+    tolerance: np.ndarray  # (M,)
+    keys_before: int = 0
+    result: Any = None  # ChannelsFit once done
+
+
+@dataclass
+class FitPlan:
+    jobs: list[FitJob]
+    warnings: list[str] = field(default_factory=list)
+    kept: int = 0  # curves left as they are (too few keys)
+
+
+# ------------------------------------------------------------------------------------------
+# Preparing the input
+# ------------------------------------------------------------------------------------------
+
+
+def _tolerances(specs, max_rot_deg: float, max_loc: float, max_other: float) -> np.ndarray:
+    rot = math.radians(max_rot_deg)
+    tol = np.empty(len(specs))
+    for j, spec in enumerate(specs):
+        if spec.kind == bridge.EULER:
+            tol[j] = rot
+        elif spec.kind == bridge.QUATERNION:
+            tol[j] = rot / 2.0
+        elif spec.kind == bridge.LOCATION:
+            tol[j] = max_loc
+        else:
+            tol[j] = max_other
+    return tol
+
+
+def _continuous(values: np.ndarray, specs) -> np.ndarray:
+    """Unwrap Euler tracks and make complete quaternion tracks hemisphere-continuous."""
+    out = values.copy()
+    euler = [j for j, s in enumerate(specs) if s.kind == bridge.EULER]
+    if euler:
+        out[:, euler] = unwrap_angles(out[:, euler])
+    quats: dict[str, dict[int, int]] = {}
+    for j, s in enumerate(specs):
+        if s.kind == bridge.QUATERNION:
+            quats.setdefault(s.data_path, {})[s.array_index] = j
+    for comps in quats.values():
+        if sorted(comps) == [0, 1, 2, 3]:
+            cols = [comps[i] for i in range(4)]
+            out[:, cols] = continuous_quaternions(out[:, cols])
+    return out
+
+
+def plan_fit(
+    ob,
+    *,
+    target: str = "AUTO",
+    channels: str = "ALL",
+    degree: int = 3,
+    max_error_rotation: float = 0.5,
+    max_error_location: float = 0.01,
+    max_error_other: float = 0.01,
+) -> FitPlan:
+    """Check the input and sample every curve to fit. Raises FitInputError on bad input."""
+    if ob is None:
+        raise FitInputError("No active object: select an animated object")
+    for value, name in ((max_error_rotation, "rotation"), (max_error_location, "location"), (max_error_other, "other")):
+        if not (value > 0.0 and math.isfinite(value)):
+            raise FitInputError(f"The max {name} error must be positive")
+    ids = bridge.animated_ids(ob, target)
+    if not ids:
+        if target == "SHAPE_KEYS":
+            raise FitInputError(f'"{ob.name}" has no shape keys')
+        raise FitInputError(f'"{ob.name}" has no animation data (no action to fit)')
+    plan = FitPlan(jobs=[])
+    selected_only = channels == "SELECTED"
+    n_locked = n_modifiers = n_curves = 0
+    for id_data in ids:
+        adt = id_data.animation_data
+        action = bridge.get_action(id_data)
+        if adt is None or action is None:
+            raise FitInputError(f'"{id_data.name}" has no animation data (no action to fit)')
+        if getattr(adt, "use_tweak_mode", False):
+            raise FitInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
+        reason = bridge.id_read_only_reason(id_data) or bridge.action_read_only_reason(action)
+        if reason:
+            raise FitInputError(reason)
+        fcurves = bridge.list_fcurves(id_data, selected_only=selected_only)
+        n_curves += len(fcurves)
+        usable = []
+        for fc in fcurves:
+            if bridge.fcurve_locked(fc):
+                n_locked += 1
+            elif len(fc.modifiers):
+                n_modifiers += 1
+            elif len(fc.keyframe_points) < degree + 1:
+                plan.kept += 1
+            else:
+                usable.append(fc)
+        if not usable:
+            continue
+        specs = bridge.channel_specs(id_data, usable)
+        frames, values = bridge.sample_curves(usable)
+        labels = [f'{id_data.name}: {s.label}' for s in specs]
+        try:
+            check_finite(values, labels)
+        except ValueError as err:
+            raise FitInputError(f"Cannot fit non-finite data: {err}") from err
+        tol = _tolerances(specs, max_error_rotation, max_error_location, max_error_other)
+        fit_values = _continuous(values, specs)
+        plan.jobs.append(
+            FitJob(
+                id_data=id_data,
+                action=action,
+                slot_identifier=bridge.slot_identifier(id_data),
+                fcurves=usable,
+                specs=specs,
+                frames=frames,
+                values=values,
+                fit_values=fit_values,
+                tolerance=tol,
+                keys_before=bridge.count_keys(usable),
+            )
+        )
+    if n_locked:
+        plan.warnings.append(f"Skipped {n_locked} locked curve(s)")
+    if n_modifiers:
+        plan.warnings.append(f"Skipped {n_modifiers} curve(s) with F-curve modifiers")
+    if n_curves == 0:
+        if selected_only:
+            raise FitInputError("No F-curves selected: select curves in the Graph Editor or fit ALL channels")
+        raise FitInputError(f'The action of "{ob.name}" has no F-curves')
+    if not plan.jobs:
+        parts = []
+        if n_locked:
+            parts.append(f"{n_locked} locked")
+        if n_modifiers:
+            parts.append(f"{n_modifiers} with modifiers")
+        if plan.kept:
+            parts.append(f"{plan.kept} with fewer than {degree + 1} keys (degree {degree} needs {degree + 1})")
+        raise FitInputError("Nothing to fit: the curves are " + ", ".join(parts))
+    moving = 0
+    for job in plan.jobs:
+        span = job.fit_values.max(axis=0) - job.fit_values.min(axis=0)
+        moving += int(np.count_nonzero(span / 2.0 > job.tolerance))
+    if moving == 0:
+        n = sum(len(job.fcurves) for job in plan.jobs)
+        raise FitInputError(f"Nothing to fit: all {n} curve(s) are constant (within the max error)")
+    return plan
+
+
+# ------------------------------------------------------------------------------------------
+# Fitting (a generator, so the modal operator can step it) and writing
+# ------------------------------------------------------------------------------------------
+
+
+def iter_plan(plan: FitPlan, **fit_options) -> Generator[float, None, None]:
+    """Fit every job of the plan; yields overall progress in [0, 1]."""
+    n = len(plan.jobs)
+    for i, job in enumerate(plan.jobs):
+        gen = iter_fit_channels(job.fit_values, job.frames, job.tolerance, **fit_options)
+        while True:
+            try:
+                frac = next(gen)
+            except StopIteration as stop:
+                job.result = stop.value
+                break
+            yield (i + min(max(frac, 0.0), 1.0)) / n
+    yield 1.0
+
+
+def _joint_frames(frames: np.ndarray) -> list[int]:
+    lo, hi = math.ceil(frames[0]), math.floor(frames[-1])
+    if hi < lo:
+        return []
+    n = min(JOINT_ERROR_SAMPLES, hi - lo + 1)
+    return sorted({int(round(f)) for f in np.linspace(lo, hi, n)})
+
+
+@dataclass
+class FitSummary:
+    keys_before: int = 0
+    keys_after: int = 0
+    curves: int = 0
+    kept: int = 0
+    mode_used: str = ""
+    distortion: float = 0.0
+    max_rotation_deg: float = 0.0
+    rms_rotation_deg: float = 0.0
+    max_location: float = 0.0
+    rms_location: float = 0.0
+    max_other: float = 0.0
+    rms_other: float = 0.0
+    joint_error_cm: float = -1.0  # < 0: not an armature
+    within_tolerance: bool = True
+    seconds: float = 0.0
+    action_names: list[str] = field(default_factory=list)
+
+    def message(self) -> str:
+        pct = 100.0 * self.keys_after / max(self.keys_before, 1)
+        parts = [
+            f"Fitted {self.curves} curves ({self.mode_used}): {self.keys_before} -> {self.keys_after} keys ({pct:.1f}%)",
+            f"E_D {self.distortion:.3g}",
+        ]
+        if self.max_rotation_deg or self.rms_rotation_deg:
+            parts.append(f"rotation RMS {self.rms_rotation_deg:.3g} deg, max {self.max_rotation_deg:.3g} deg")
+        if self.max_location or self.rms_location:
+            parts.append(f"location RMS {self.rms_location:.3g}, max {self.max_location:.3g}")
+        if self.max_other or self.rms_other:
+            parts.append(f"other RMS {self.rms_other:.3g}, max {self.max_other:.3g}")
+        if self.joint_error_cm >= 0:
+            parts.append(f"joints max {self.joint_error_cm:.3g} cm")
+        parts.append(f"{self.seconds:.2f} s")
+        return "; ".join(parts)
+
+
+def _summarise(plan: FitPlan) -> FitSummary:
+    s = FitSummary(kept=plan.kept)
+    rot_sq: list[np.ndarray] = []
+    loc_sq: list[np.ndarray] = []
+    oth_sq: list[np.ndarray] = []
+    modes = set()
+    n_frames_weight = []
+    for job in plan.jobs:
+        fit = job.result
+        s.curves += len(job.fcurves)
+        s.keys_before += job.keys_before
+        s.keys_after += int(fit.n_keys)
+        modes.add(fit.mode_used)
+        s.within_tolerance &= bool(fit.within_tolerance)
+        n_frames_weight.append(float(fit.distortion))
+        for j, spec in enumerate(job.specs):
+            mx, rms = float(fit.max_abs_error[j]), float(fit.rms_error[j])
+            if spec.kind == bridge.EULER:
+                s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(mx))
+                rot_sq.append(np.array([math.degrees(rms) ** 2]))
+            elif spec.kind == bridge.QUATERNION:
+                # A quaternion component error e bounds the rotation angle error by about 2e.
+                s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(2.0 * mx))
+                rot_sq.append(np.array([math.degrees(2.0 * rms) ** 2]))
+            elif spec.kind == bridge.LOCATION:
+                s.max_location = max(s.max_location, mx)
+                loc_sq.append(np.array([rms**2]))
+            else:
+                s.max_other = max(s.max_other, mx)
+                oth_sq.append(np.array([rms**2]))
+    s.rms_rotation_deg = float(np.sqrt(np.mean(rot_sq))) if rot_sq else 0.0
+    s.rms_location = float(np.sqrt(np.mean(loc_sq))) if loc_sq else 0.0
+    s.rms_other = float(np.sqrt(np.mean(oth_sq))) if oth_sq else 0.0
+    s.distortion = max(n_frames_weight) if n_frames_weight else 0.0
+    s.mode_used = "/".join(sorted(modes))
+    return s
+
+
+def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
+    """Write every finished job's keys into Blender (a copy of each action when keep_original)."""
+    summary = _summarise(plan)
+    armature_jobs = [
+        job
+        for job in plan.jobs
+        if isinstance(job.id_data, bpy.types.Object) and job.id_data.type == "ARMATURE" and scene is not None
+    ]
+    before: dict[str, tuple[list[int], np.ndarray]] = {}
+    for job in armature_jobs:
+        frames = _joint_frames(job.frames)
+        before[job.id_data.name] = (frames, bridge.bone_heads_world(scene, job.id_data, frames))
+
+    copies: dict[str, bpy.types.Action] = {}
+    for job in plan.jobs:
+        if keep_original:
+            key = job.action.name
+            if key not in copies:
+                copies[key] = bridge.copy_action(job.action)
+            action = copies[key]
+            bridge.assign_action(job.id_data, action, job.slot_identifier)
+            slot = bridge.get_slot(job.id_data)
+            targets = []
+            for spec in job.specs:
+                fc = bridge.find_fcurve(action, slot, spec.data_path, spec.array_index)
+                if fc is None:  # pragma: no cover - the copy has every curve of the original
+                    raise RuntimeError(f"{spec.label} missing in the copied action {action.name}")
+                targets.append(fc)
+        else:
+            targets = job.fcurves
+        for fc, curve in zip(targets, job.result.curves, strict=True):
+            bridge.write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
+        summary.action_names.append(job.id_data.animation_data.action.name)
+
+    if armature_jobs:
+        unit = 100.0 * float(scene.unit_settings.scale_length or 1.0)
+        worst = 0.0
+        for job in armature_jobs:
+            frames, heads0 = before[job.id_data.name]
+            heads1 = bridge.bone_heads_world(scene, job.id_data, frames)
+            if heads0.size:
+                worst = max(worst, float(np.linalg.norm(heads1 - heads0, axis=-1).max()) * unit)
+        summary.joint_error_cm = worst
+    return summary
+
+
+def store_summary(scene, summary: FitSummary, ob_name: str) -> None:
+    """Keep the last fit's numbers on the scene for the sidebar panel."""
+    res = getattr(getattr(scene, "anim_signals", None), "last_fit", None)
+    if res is None:
+        return
+    res.valid = True
+    res.object_name = ob_name
+    res.action_name = ", ".join(summary.action_names)
+    res.mode_used = summary.mode_used
+    res.curves = summary.curves
+    res.keys_before = summary.keys_before
+    res.keys_after = summary.keys_after
+    res.distortion = summary.distortion
+    res.max_rotation_deg = summary.max_rotation_deg
+    res.rms_rotation_deg = summary.rms_rotation_deg
+    res.max_location = summary.max_location
+    res.rms_location = summary.rms_location
+    res.max_other = summary.max_other
+    res.rms_other = summary.rms_other
+    res.joint_error_cm = summary.joint_error_cm
+    res.within_tolerance = summary.within_tolerance
+    res.seconds = summary.seconds
+
+
+# ------------------------------------------------------------------------------------------
+# The operator
+# ------------------------------------------------------------------------------------------
+
+# Shared with the settings PropertyGroup (panels/props.py) so the panel and the operator agree.
+CHANNEL_ITEMS = [
+    ("ALL", "All", "Fit every F-curve of the action"),
+    ("SELECTED", "Selected", "Fit only the F-curves selected in the Graph Editor"),
+]
+MODE_ITEMS = [
+    ("AUTO", "Auto", "Try shared knots and per-curve knots, keep whichever writes fewer keys"),
+    ("LATENT", "Shared Keys", "All curves share the same key frames (latent spline of the whole pose)"),
+    ("PER_CHANNEL", "Per Curve", "Every curve gets its own key frames"),
+]
+TARGET_ITEMS = [
+    ("AUTO", "Auto", "The object's action and its shape-key action, whichever are animated"),
+    ("OBJECT", "Object", "The object's own action (object transforms, bones, any animated property)"),
+    ("SHAPE_KEYS", "Shape Keys", "The action animating the object's shape keys"),
+]
+CONTINUITY_ITEMS = [
+    ("C2", "Smooth", "Keys with smooth (C2) curvature: the fewest numbers per key"),
+    ("C1", "Free Slopes", "Every key gets its own slope, like hand-made Bezier keys"),
+    ("AUTO", "Auto", "Try both, keep whichever writes fewer keys (slower)"),
+]
+
+FIT_SETTINGS = (
+    "target",
+    "channels",
+    "mode",
+    "continuity",
+    "max_error_rotation",
+    "max_error_location",
+    "max_error_other",
+    "internal_knots",
+    "degree",
+    "population",
+    "max_iterations",
+    "seed",
+    "snap_to_frames",
+    "keep_original",
+)
+
+
+class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
+    """Replace dense keys (mocap, baked animation) with a few exact Bezier keys on optimally placed frames, every original frame within the max error"""
+
+    bl_idname = "anim_signals.fit_latent_spline"
+    bl_label = "Fit Spline"
+    bl_options = {"REGISTER", "UNDO"}
+
+    target: EnumProperty(name="Target", items=TARGET_ITEMS, default="AUTO")  # type: ignore[valid-type]
+    channels: EnumProperty(name="Channels", items=CHANNEL_ITEMS, default="ALL")  # type: ignore[valid-type]
+    mode: EnumProperty(name="Mode", items=MODE_ITEMS, default="AUTO")  # type: ignore[valid-type]
+    continuity: EnumProperty(name="Keys", items=CONTINUITY_ITEMS, default="C2")  # type: ignore[valid-type]
+    max_error_rotation: FloatProperty(  # type: ignore[valid-type]
+        name="Max Rotation Error",
+        description="Largest allowed change of any rotation channel at any original frame, in degrees",
+        default=0.5,
+        min=1e-4,
+        soft_max=10.0,
+        precision=3,
+    )
+    max_error_location: FloatProperty(  # type: ignore[valid-type]
+        name="Max Location Error",
+        description="Largest allowed change of any location channel at any original frame, in scene units",
+        default=0.01,
+        min=1e-6,
+        soft_max=1.0,
+        precision=4,
+        subtype="DISTANCE",
+    )
+    max_error_other: FloatProperty(  # type: ignore[valid-type]
+        name="Max Other Error",
+        description="Largest allowed change of scale, shape-key and any other channel at any original frame",
+        default=0.01,
+        min=1e-6,
+        soft_max=1.0,
+        precision=4,
+    )
+    internal_knots: IntProperty(  # type: ignore[valid-type]
+        name="Knots",
+        description="Number of inner keys to start from (0: automatic, the fewest that meet the max error)",
+        default=0,
+        min=0,
+        soft_max=200,
+    )
+    degree: IntProperty(  # type: ignore[valid-type]
+        name="Degree",
+        description="Spline degree: 3 is smooth cubic motion, 1 is linear between keys",
+        default=3,
+        min=1,
+        max=3,
+    )
+    population: IntProperty(  # type: ignore[valid-type]
+        name="Population",
+        description="Candidates per optimiser generation (0: automatic). More explores better, slower",
+        default=0,
+        min=0,
+        soft_max=500,
+    )
+    max_iterations: IntProperty(  # type: ignore[valid-type]
+        name="Iterations",
+        description="Optimiser generations per knot search (0: automatic)",
+        default=0,
+        min=0,
+        soft_max=500,
+    )
+    seed: IntProperty(  # type: ignore[valid-type]
+        name="Seed",
+        description="Random seed of the optimiser: the same seed gives the same keys",
+        default=0,
+        min=0,
+    )
+    snap_to_frames: BoolProperty(  # type: ignore[valid-type]
+        name="Keys on Whole Frames",
+        description="Place every key on a whole frame (may need a few more keys)",
+        default=False,
+    )
+    keep_original: BoolProperty(  # type: ignore[valid-type]
+        name="Keep Original",
+        description='Leave the original action untouched and assign a fitted copy named "<action>.fit"',
+        default=True,
+    )
+
+    _timer = None
+    _gen = None
+    _plan = None
+    _t0 = 0.0
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        if ob is None:
+            cls.poll_message_set("No active object")
+            return False
+        if not bridge.animated_ids(ob, "AUTO"):
+            cls.poll_message_set("The active object has no action (nor animated shape keys)")
+            return False
+        return True
+
+    # -- shared steps ------------------------------------------------------------------------
+
+    def _plan_or_report(self, context) -> FitPlan | None:
+        try:
+            plan = plan_fit(
+                context.active_object,
+                target=self.target,
+                channels=self.channels,
+                degree=self.degree,
+                max_error_rotation=self.max_error_rotation,
+                max_error_location=self.max_error_location,
+                max_error_other=self.max_error_other,
+            )
+        except FitInputError as err:
+            self.report({"ERROR"}, str(err))
+            return None
+        for w in plan.warnings:
+            self.report({"WARNING"}, w)
+        return plan
+
+    def _fit_options(self) -> dict:
+        return {
+            "mode": self.mode,
+            "internal_knots": self.internal_knots,
+            "degree": self.degree,
+            "population": self.population or None,
+            "max_iterations": self.max_iterations or None,
+            "seed": self.seed,
+            "snap_to_frames": self.snap_to_frames,
+            "continuity": self.continuity,
+        }
+
+    def _finish(self, context, plan: FitPlan) -> set[str]:
+        summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
+        summary.seconds = time.perf_counter() - self._t0
+        store_summary(context.scene, summary, context.active_object.name)
+        msg = summary.message()
+        if plan.kept:
+            msg += f"; {plan.kept} curve(s) with fewer than {self.degree + 1} keys left as they are"
+        if summary.within_tolerance:
+            self.report({"INFO"}, msg)
+        else:
+            self.report({"WARNING"}, msg + " (some frames exceed the max error)")
+        return {"FINISHED"}
+
+    # -- execute (headless, redo panel) ----------------------------------------------------
+
+    def execute(self, context):
+        self._t0 = time.perf_counter()
+        plan = self._plan_or_report(context)
+        if plan is None:
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        try:
+            for frac in iter_plan(plan, **self._fit_options()):
+                wm.progress_update(int(100 * frac))
+        except ValueError as err:
+            self.report({"ERROR"}, f"Fit failed: {err}")
+            return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        return self._finish(context, plan)
+
+    # -- invoke / modal (UI): one optimiser step per timer event ---------------------------
+
+    def invoke(self, context, event):
+        settings = getattr(getattr(context.scene, "anim_signals", None), "fit", None)
+        if settings is not None:
+            for name in FIT_SETTINGS:
+                if not self.properties.is_property_set(name) and hasattr(settings, name):
+                    setattr(self, name, getattr(settings, name))
+        if context.window is None:
+            return self.execute(context)
+        self._t0 = time.perf_counter()
+        plan = self._plan_or_report(context)
+        if plan is None:
+            return {"CANCELLED"}
+        self._plan = plan
+        self._gen = iter_plan(plan, **self._fit_options())
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.02, window=context.window)
+        wm.modal_handler_add(self)
+        if context.workspace is not None:
+            context.workspace.status_text_set("Fitting spline... Esc / right-click to cancel")
+        return {"RUNNING_MODAL"}
+
+    def _cleanup(self, context) -> None:
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+
+    def modal(self, context, event):
+        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
+            self._cleanup(context)
+            self.report({"WARNING"}, "Fit cancelled: nothing changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER" or event.timer is not self._timer:
+            return {"RUNNING_MODAL"}
+        assert self._gen is not None and self._plan is not None
+        deadline = time.perf_counter() + 0.08
+        try:
+            while time.perf_counter() < deadline:
+                frac = next(self._gen)
+                context.window_manager.progress_update(int(100 * frac))
+        except StopIteration:
+            plan = self._plan
+            self._gen = None
+            self._cleanup(context)
+            try:
+                return self._finish(context, plan)
+            except ReferenceError:
+                self.report({"ERROR"}, "The animated data was removed during the fit: nothing written")
+                return {"CANCELLED"}
+        except (ValueError, FitCancelled) as err:
+            self._cleanup(context)
+            self.report({"ERROR"}, f"Fit failed: {err}")
+            return {"CANCELLED"}
+        return {"RUNNING_MODAL"}
+
+
+def menu_func(self, context):
+    self.layout.separator()
+    self.layout.operator(ANIM_SIGNALS_OT_fit_latent_spline.bl_idname, text="Fit Spline (Anim Signals)")
+
+
+classes = (ANIM_SIGNALS_OT_fit_latent_spline,)
+_register, _unregister = bpy.utils.register_classes_factory(classes)
+
+MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key")
+
+
+def register() -> None:
+    _register()
+    for name in MENUS:
+        menu = getattr(bpy.types, name, None)
+        if menu is not None:
+            menu.append(menu_func)
+
+
+def unregister() -> None:
+    for name in MENUS:
+        menu = getattr(bpy.types, name, None)
+        if menu is not None:
+            menu.remove(menu_func)
+    _unregister()

@@ -1,0 +1,22 @@
+"""Sidebar panels and the scene settings (``Scene.anim_signals``). Panels only draw and call operators.
+
+Imported from the extension's ``register()`` only (submodules import bpy).
+"""
+
+from . import fit_panel, props
+
+
+def register_properties() -> None:
+    props.register()
+
+
+def unregister_properties() -> None:
+    props.unregister()
+
+
+def register() -> None:
+    fit_panel.register()
+
+
+def unregister() -> None:
+    fit_panel.unregister()

@@ -1,0 +1,224 @@
+"""Helpers for the Blender tests: read and build animation independently of the extension's bridge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import bpy
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+IS_SLOTTED = "action_slot" in bpy.types.AnimData.bl_rna.properties
+
+
+def shared_data(*parts: str) -> Path:
+    """A file under ../shared/data, or skip the test when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not available: {path} (expected ../shared/data next to the checkout)")
+    return path
+
+
+# ----------------------------------------------------------------------------------------------
+# Independent helpers (deliberately not the extension's bridge) to read and build animation
+# ----------------------------------------------------------------------------------------------
+
+
+def fcurves_of(id_data) -> list:
+    """The F-curves animating an ID (legacy action.fcurves on 4.2/4.3, channelbag on 4.4+)."""
+    adt = id_data.animation_data
+    if adt is None or adt.action is None:
+        return []
+    action = adt.action
+    if IS_SLOTTED:
+        slot = adt.action_slot
+        for layer in action.layers:
+            for strip in layer.strips:
+                cb = strip.channelbag(slot)
+                if cb is not None:
+                    return list(cb.fcurves)
+        return []
+    return list(action.fcurves)
+
+
+def action_fcurves_all(action) -> list:
+    if IS_SLOTTED:
+        return [fc for layer in action.layers for strip in layer.strips for cb in strip.channelbags for fc in cb.fcurves]
+    return list(action.fcurves)
+
+
+def key_array(fc, prop: str = "co") -> np.ndarray:
+    n = len(fc.keyframe_points)
+    buf = np.empty(2 * n, dtype=np.float32)
+    fc.keyframe_points.foreach_get(prop, buf)
+    return buf.reshape(n, 2).astype(np.float64)
+
+
+def snapshot_action(action) -> dict:
+    """Every key of every curve of the action (co and both handles), for before/after comparison."""
+    return {
+        (fc.data_path, fc.array_index): np.concatenate([key_array(fc, p) for p in ("co", "handle_left", "handle_right")], axis=1)
+        for fc in action_fcurves_all(action)
+    }
+
+
+def snapshot_all() -> dict:
+    """All actions in the file and which action every animated ID uses."""
+    state: dict = {"actions": {a.name: snapshot_action(a) for a in bpy.data.actions}}
+    assigned = {}
+    for ob in bpy.data.objects:
+        for idb in (ob, getattr(getattr(ob, "data", None), "shape_keys", None)):
+            if idb is not None and idb.animation_data is not None and idb.animation_data.action is not None:
+                assigned[idb.name] = idb.animation_data.action.name
+    state["assigned"] = assigned
+    return state
+
+
+def assert_same_state(before: dict, after: dict) -> None:
+    assert before["assigned"] == after["assigned"]
+    assert sorted(before["actions"]) == sorted(after["actions"])
+    for name, curves in before["actions"].items():
+        other = after["actions"][name]
+        assert sorted(curves) == sorted(other), name
+        for key, arr in curves.items():
+            np.testing.assert_array_equal(arr, other[key], err_msg=f"{name} {key}")
+
+
+def evaluate(fc, frames) -> np.ndarray:
+    ev = fc.evaluate
+    return np.array([ev(float(f)) for f in frames])
+
+
+def set_dense_keys(fc, frames: np.ndarray, values: np.ndarray) -> None:
+    """Replace the keys of ``fc`` with one key per frame (linear interpolation, like a bake)."""
+    kps = fc.keyframe_points
+    kps.clear()
+    n = len(frames)
+    kps.add(n)
+    co = np.column_stack([frames, values]).astype(np.float32)
+    kps.foreach_set("co", co.ravel())
+    kps.foreach_set("handle_left", co.ravel())
+    kps.foreach_set("handle_right", co.ravel())
+    lin = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+    kps.foreach_set("interpolation", np.full(n, lin, dtype=np.int32))
+    fc.update()
+
+
+def keyed(owner, prop: str, frames: np.ndarray, values: np.ndarray, id_data=None) -> list:
+    """Key ``owner.prop`` (array property: values (N, k); scalar: (N,)) densely on ``frames``."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    owner.keyframe_insert(prop, frame=float(frames[0]))
+    id_data = id_data or owner.id_data
+    path_end = prop
+    out = []
+    for fc in fcurves_of(id_data):
+        if fc.data_path.endswith(path_end) and (
+            owner == id_data or fc.data_path.startswith(owner.path_from_id())
+        ):
+            idx = fc.array_index
+            if idx < values.shape[1]:
+                set_dense_keys(fc, frames, values[:, idx])
+                out.append(fc)
+    return out
+
+
+def motion(frames: np.ndarray, rng: np.random.Generator, amplitude: float, n: int) -> np.ndarray:
+    """Mocap-like channels: a walk cycle (two harmonics) plus a sudden burst; (N, n)."""
+    t = (frames - frames[0]) / 24.0
+    out = np.empty((frames.size, n))
+    centre = 0.5 * (frames[0] + frames[-1])
+    for j in range(n):
+        a1, a2, ph = rng.uniform(0.4, 1.0), rng.uniform(0.1, 0.3), rng.uniform(0, 2 * np.pi)
+        burst = rng.uniform(0.3, 0.8) * np.exp(-(((frames - centre) / 3.0) ** 2))
+        out[:, j] = amplitude * (a1 * np.sin(2 * np.pi * t + ph) + a2 * np.sin(4 * np.pi * t + 2 * ph) + burst)
+    return out
+
+
+def make_object(name: str = "Mover", n_frames: int = 96, seed: int = 1, *, quaternion: bool = False):
+    """An empty with dense location, rotation and scale keys (one per frame)."""
+    ob = bpy.data.objects.new(name, None)
+    bpy.context.scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    ob.select_set(True)
+    frames = np.arange(1, n_frames + 1, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    expected = {}
+    keyed(ob, "location", frames, motion(frames, rng, 1.0, 3))
+    if quaternion:
+        ob.rotation_mode = "QUATERNION"
+        q = quaternion_track(frames, rng)
+        keyed(ob, "rotation_quaternion", frames, q)
+    else:
+        keyed(ob, "rotation_euler", frames, motion(frames, rng, 0.6, 3))
+    keyed(ob, "scale", frames, 1.0 + 0.2 * motion(frames, rng, 1.0, 3))
+    for fc in fcurves_of(ob):
+        expected[(fc.data_path, fc.array_index)] = key_array(fc)[:, 1]
+    return ob, frames, expected
+
+
+def quaternion_track(frames: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    ang = motion(frames, rng, 0.8, 3)
+    half = 0.5 * np.linalg.norm(ang, axis=1)
+    axis = ang / np.maximum(np.linalg.norm(ang, axis=1, keepdims=True), 1e-9)
+    return np.column_stack([np.cos(half), axis * np.sin(half)[:, None]])
+
+
+def make_armature(name: str = "Rig", n_frames: int = 80, seed: int = 2):
+    """A 4-bone chain: root with location + euler keys, a quaternion bone, two euler bones."""
+    arm = bpy.data.armatures.new(name)
+    ob = bpy.data.objects.new(name, arm)
+    bpy.context.scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    ob.select_set(True)
+    bpy.ops.object.mode_set(mode="EDIT")
+    parent = None
+    for i in range(4):
+        eb = arm.edit_bones.new(f"B{i}")
+        eb.head = (0.0, 0.0, float(i))
+        eb.tail = (0.0, 0.0, float(i + 1))
+        if parent is not None:
+            eb.parent = parent
+            eb.use_connect = True
+        parent = eb
+    bpy.ops.object.mode_set(mode="OBJECT")
+    frames = np.arange(1, n_frames + 1, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    for i, pb in enumerate(ob.pose.bones):
+        if i == 0:
+            keyed(pb, "location", frames, 0.5 * motion(frames, rng, 1.0, 3), id_data=ob)
+        if i == 1:
+            pb.rotation_mode = "QUATERNION"
+            keyed(pb, "rotation_quaternion", frames, quaternion_track(frames, rng), id_data=ob)
+        else:
+            pb.rotation_mode = "XYZ" if i != 3 else "ZXY"
+            keyed(pb, "rotation_euler", frames, motion(frames, rng, 0.5, 3), id_data=ob)
+    expected = {(fc.data_path, fc.array_index): key_array(fc)[:, 1] for fc in fcurves_of(ob)}
+    return ob, frames, expected
+
+
+def make_shape_keys(name: str = "Face", n_frames: int = 90, seed: int = 3):
+    """A plane with two animated shape keys (dense weights in [0, 1])."""
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)], [], [(0, 1, 2, 3)])
+    ob = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(ob)
+    bpy.context.view_layer.objects.active = ob
+    ob.shape_key_add(name="Basis")
+    frames = np.arange(1, n_frames + 1, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    for kname in ("Smile", "Blink"):
+        kb = ob.shape_key_add(name=kname)
+        w = np.clip(0.5 + 0.45 * motion(frames, rng, 0.6, 1)[:, 0], 0.0, 1.0)
+        keyed(kb, "value", frames, w, id_data=mesh.shape_keys)
+    keys = mesh.shape_keys
+    expected = {(fc.data_path, fc.array_index): key_array(fc)[:, 1] for fc in fcurves_of(keys)}
+    return ob, frames, expected
+
+
+def run_fit(**kwargs) -> set[str]:
+    """Run the operator the way a script does (EXEC_DEFAULT)."""
+    return bpy.ops.anim_signals.fit_latent_spline("EXEC_DEFAULT", **kwargs)
