@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import sparse
+from scipy import linalg, sparse
 
 __all__ = [
     "BezierCurve",
@@ -39,12 +39,14 @@ def clamped_knots(internal: np.ndarray, start: float, end: float, degree: int) -
 
 def find_spans(knots: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
     """Span index i with t_i <= x < t_{i+1} for each row of knots (S, nk) and each x (N,)."""
-    n_ctrl = knots.shape[-1] - degree - 1
-    if knots.shape[0] == 1 or knots.shape[-1] * x.size < 4_000_000:
-        # (S, N, nk) comparison is the fastest vectorised form for the sizes used here.
-        counts = (knots[:, None, :] <= x[None, :, None]).sum(axis=-1)
-    else:
-        counts = np.stack([np.searchsorted(row, x, side="right") for row in knots])
+    s_count, nk = knots.shape
+    n_ctrl = nk - degree - 1
+    lo, hi = float(min(knots.min(), x.min())), float(max(knots.max(), x.max()))
+    # one searchsorted for all rows: shift row s by s * (range + 1) so rows never interleave
+    shift = (hi - lo + 1.0) * np.arange(s_count)[:, None]
+    flat = (knots - lo + shift).ravel()
+    pos = np.searchsorted(flat, (x[None, :] - lo + shift).ravel(), side="right").reshape(s_count, -1)
+    counts = pos - (np.arange(s_count) * nk)[:, None]
     return np.clip(counts - 1, degree, n_ctrl - 1)
 
 
@@ -130,6 +132,17 @@ def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     O(S K w^2): linear in K, so long clips with many knots stay cheap.
     """
     s_count, n_ctrl, width = band.shape
+    if s_count <= 256:
+        # LAPACK's banded Cholesky (pbsv) per candidate: O(K w^2) in C, ~20 us call overhead
+        out = np.empty_like(rhs)
+        ab = np.empty((width, n_ctrl))
+        for s in range(s_count):
+            # upper storage for solveh_banded: ab[w-1-d, i+d] = A[i, i+d]
+            for d in range(width):
+                ab[width - 1 - d, d:] = band[s, : n_ctrl - d, d]
+                ab[width - 1 - d, :d] = 0.0
+            out[s] = linalg.solveh_banded(ab, rhs[s], check_finite=False)
+        return out
     u = np.zeros_like(band)  # u[:, i, d] = U[i, i+d] of A = U^T U
     for i in range(n_ctrl):
         # diagonal

@@ -111,7 +111,6 @@ class _Problem:
     def build(
         cls, tau: np.ndarray, target: np.ndarray, degree: int, multiplicity: int, pca_tolerance: float | None
     ) -> _Problem:
-        n = tau.size
         gaps = np.diff(tau)
         min_gap = float(np.median(gaps)) * (0.999 if multiplicity == 1 else 1.999)
         latent, basis = _pca(target, pca_tolerance)
@@ -293,13 +292,24 @@ def _solve_tolerance(
     while internal.size > 0:
         cands = np.stack([np.delete(internal, i) for i in range(internal.size)])
         mx, rms = problem.score(cands)
-        best = int(np.argmin(mx + 0.1 * rms))
         yield 0.1 + 0.9 * (1 - internal.size / start_count)
-        if mx[best] <= 1.0:
-            internal = cands[best]
+        removable = np.flatnonzero(mx <= 1.0)
+        if removable.size:
+            # drop many well-separated removable knots at once (best first), halving on failure
+            chosen: list[int] = []
+            for i in removable[np.argsort(mx[removable] + 0.1 * rms[removable])]:
+                if all(abs(int(i) - j) > problem.degree + 1 for j in chosen):
+                    chosen.append(int(i))
+            while len(chosen) > 1:
+                trial = np.delete(internal, chosen)
+                if problem.score(trial)[0][0] <= 1.0:
+                    break
+                chosen = chosen[: len(chosen) // 2]
+            internal = np.delete(internal, chosen)
             continue
-        if snap is not None or cma_failures >= 1:
+        if snap is not None or cma_failures >= 1 or max_iterations <= 0:
             break
+        best = int(np.argmin(mx + 0.1 * rms))
         found, found_max, _ = yield from problem.cma(
             internal.size - 1,
             cands[best],
@@ -316,7 +326,9 @@ def _solve_tolerance(
     return internal, True
 
 
-def _final_fit(problem: _Problem, internal: np.ndarray, frames0: float, span: float) -> tuple[np.ndarray, np.ndarray]:
+def _final_fit(
+    problem: _Problem, internal: np.ndarray, frames0: float, span: float, snapped: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Knots in frames and control points in scaled units, refitted on all channels."""
     knots = problem.knot_vectors(internal[None])
     ctrl_full, fit_full, _ = lsq_batch(knots, problem.tau, problem.target, problem.degree)
@@ -327,7 +339,12 @@ def _final_fit(problem: _Problem, internal: np.ndarray, frames0: float, span: fl
         err_latent, ctrl_latent = problem.errors(internal[None])
         if np.abs(err_latent).max() < np.abs(fit_full[0] - problem.target).max():
             ctrl = ctrl_latent[0] @ problem.basis
-    return frames0 + span * knots[0], ctrl
+    knots_frames = frames0 + span * knots[0]
+    if snapped:
+        knots_frames[problem.degree + 1 : -(problem.degree + 1)] = np.round(
+            knots_frames[problem.degree + 1 : -(problem.degree + 1)]
+        )
+    return knots_frames, ctrl
 
 
 def _prepare(
@@ -432,7 +449,7 @@ def fit_latent_spline(
         internal, _ = _drain(gen2)
     if snap_to_frames and internal.size:
         internal = _snap(internal, _snap_grid(frames, tau))
-    knots, ctrl = _final_fit(problem, internal, frames[0], span)
+    knots, ctrl = _final_fit(problem, internal, frames[0], span, snapped=snap_to_frames)
     ctrl = ctrl * tol + mean
     return _model_from(
         values,
@@ -538,7 +555,7 @@ def _group_fit(
     internal, _ = yield from _solve_tolerance(
         problem, population=population, max_iterations=max_iterations, seed=seed, snap=snap, start=start
     )
-    knots, ctrl = _final_fit(problem, internal, frames[0], frames[-1] - frames[0])
+    knots, ctrl = _final_fit(problem, internal, frames[0], frames[-1] - frames[0], snapped=snap is not None)
     curves = spline_to_bezier(knots, ctrl * tol + mean, degree)
     # The guarantee: a channel the spline cannot bring within tolerance (noise finer than the
     # closest knot spacing) keeps a key on every sample, which reproduces it exactly.
@@ -592,7 +609,7 @@ def iter_fit_channels(
         raise ValueError(f"unknown continuity {continuity!r}")
     multiplicities = {"C2": [1], "C1": [2], "AUTO": [1, 2]}[continuity]
     snap = _snap_grid(frames, tau) if snap_to_frames else None
-    iters = max_iterations or 60
+    iters = 20 if max_iterations is None else max_iterations
     constant = _constant_channels(values, tol)
     moving = np.flatnonzero(~constant)
     modes = ["LATENT", "PER_CHANNEL"] if mode == "AUTO" else [mode]

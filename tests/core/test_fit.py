@@ -1,0 +1,168 @@
+"""The seed's latent free-knot fit and the tolerance guarantee, on generated signals."""
+
+import numpy as np
+import pytest
+
+import anim_signals as A
+from anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
+
+X101 = np.linspace(0, 1, 101)
+TEST_FUNCTIONS = {  # Yoshimoto et al. 2003 / Galvez & Iglesias 2011
+    "cliff": 90 / (1 + np.exp(-100 * (X101 - 0.4))),
+    "big_spike": 100 * np.exp(-np.abs(10 * X101 - 5)) + (10 * X101 - 5) ** 5 / 500,
+    "smooth_peak": np.sin(X101) + 2 * np.exp(-30 * X101**2),
+}
+
+
+def burst_clip(n=240, m=6, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 1, n)
+    calm = np.sin(2 * np.pi * 2 * t[:, None] + rng.uniform(0, 6, m)) * rng.uniform(0.2, 1, m)
+    burst = np.exp(-(((t - 0.7) / 0.02) ** 2))[:, None] * rng.normal(0, 2, m)
+    return calm + burst
+
+
+def test_distortion_hand_computed():
+    y = np.array([[0.0], [1.0], [2.0], [3.0]])
+    approx = y + np.array([[0.1], [-0.1], [0.1], [-0.1]])
+    # 100 * sqrt(4 * 0.01 / (2.25 + 0.25 + 0.25 + 2.25))
+    assert A.distortion(y, approx) == pytest.approx(100 * np.sqrt(0.04 / 5.0))
+
+
+@pytest.mark.parametrize("name", sorted(TEST_FUNCTIONS))
+def test_cma_knots_beat_uniform_knots(name):
+    y = TEST_FUNCTIONS[name]
+    model = A.fit_latent_spline(y, internal_knots=4, population=100, max_iterations=30, seed=1)
+    uniform = A.fit_uniform_spline(y, internal_knots=4)
+    assert model.distortion(y) < 0.7 * uniform.distortion(y)
+    assert model.internal_knots.size == 4 and model.knots.size == 4 + 8
+
+
+def test_cma_beats_uniform_on_multichannel_burst():
+    y = burst_clip()
+    model = A.fit_latent_spline(y, internal_knots=10, population=40, max_iterations=40)
+    uniform = A.fit_uniform_spline(y, internal_knots=10)
+    assert model.distortion(y) < 0.6 * uniform.distortion(y)
+    assert model.n_components <= y.shape[1]
+    # knots gather around the burst (t = 0.7 of 239 frames)
+    near = np.abs(model.internal_knots - 0.7 * 239) < 20
+    assert near.sum() >= 3
+
+
+def test_fixed_seed_is_deterministic():
+    y = burst_clip(seed=2)
+    a = A.fit_latent_spline(y, internal_knots=6, population=20, max_iterations=15, seed=7)
+    b = A.fit_latent_spline(y, internal_knots=6, population=20, max_iterations=15, seed=7)
+    np.testing.assert_array_equal(a.knots, b.knots)
+    np.testing.assert_array_equal(a.control_points, b.control_points)
+
+
+def test_exact_recovery_of_spline_data():
+    frames = np.arange(121.0)
+    internal = np.array([30.0, 55.0, 80.0])
+    from scipy.interpolate import BSpline
+
+    knots = A.bspline.clamped_knots(internal, 0.0, 120.0, 3)
+    ctrl = np.random.default_rng(1).normal(size=(knots.size - 4, 2))
+    y = BSpline(knots, ctrl, 3)(frames)
+    model = A.fit_latent_spline(y, frames, max_error=1e-6)
+    assert model.max_error <= 1e-6
+    assert model.internal_knots.size <= 6
+
+
+@pytest.mark.parametrize("mode", ["LATENT", "PER_CHANNEL", "AUTO"])
+@pytest.mark.parametrize("continuity", ["C2", "C1"])
+def test_tolerance_always_met(mode, continuity):
+    y = burst_clip(n=180, m=4, seed=3)
+    y[:, 0] += np.random.default_rng(0).normal(0, 0.002, 180)  # mocap-like jitter
+    frames = np.arange(180.0) + 10
+    tol = np.array([0.01, 0.02, 0.05, 0.01])
+    fit = A.fit_channels(y, frames, tol, mode=mode, continuity=continuity)
+    assert fit.within_tolerance
+    err = np.abs(fit.evaluate(frames) - y).max(axis=0)
+    assert np.all(err <= tol)
+    assert fit.n_keys < 180 * 4  # it reduced something
+    assert fit.mode_used in ("LATENT", "PER_CHANNEL")
+
+
+def test_auto_keeps_the_cheaper_mode():
+    y = burst_clip(n=150, m=3, seed=4)
+    tol = np.full(3, 0.01)
+    counts = {m: A.fit_channels(y, np.arange(150.0), tol, mode=m).n_keys for m in ("LATENT", "PER_CHANNEL")}
+    assert A.fit_channels(y, np.arange(150.0), tol, mode="AUTO").n_keys == min(counts.values())
+
+
+def test_noise_beyond_knot_spacing_falls_back_to_exact_keys():
+    y = np.random.default_rng(5).normal(0, 1, (60, 1))
+    fit = A.fit_channels(y, np.arange(60.0), 1e-4, mode="PER_CHANNEL")
+    assert fit.within_tolerance
+    np.testing.assert_allclose(fit.evaluate(np.arange(60.0))[:, 0], y[:, 0], atol=1e-4)
+
+
+def test_constant_channels_become_one_key():
+    y = np.column_stack([np.full(50, 2.5), np.linspace(0, 1, 50), 3 + 1e-5 * np.sin(np.arange(50))])
+    fit = A.fit_channels(y, np.arange(50.0), 0.001)
+    assert fit.curves[0].n_keys == 1 and fit.curves[2].n_keys == 1
+    assert fit.curves[1].n_keys == 2  # a straight line is two keys
+    assert fit.within_tolerance
+
+
+def test_snap_to_frames_puts_keys_on_whole_frames():
+    y = burst_clip(n=120, m=2, seed=6)
+    frames = np.arange(120.0)
+    fit = A.fit_channels(y, frames, 0.02, snap_to_frames=True)
+    assert fit.within_tolerance
+    for curve in fit.curves:
+        np.testing.assert_array_equal(curve.co[:, 0], np.round(curve.co[:, 0]))
+
+
+def test_progress_reports_and_cancel():
+    y = burst_clip(n=100, m=3)
+    seen = []
+    A.fit_channels(y, np.arange(100.0), 0.01, progress=lambda f: seen.append(f))
+    assert seen and seen[-1] == 1.0 and all(0 <= f <= 1 for f in seen)
+    with pytest.raises(A.FitCancelled):
+        A.fit_channels(y, np.arange(100.0), 0.01, progress=lambda f: False)
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (np.array([[0.0], [np.nan], [1.0], [2.0]]), "NaN"),
+        (np.array([[0.0], [np.inf], [1.0], [2.0]]), "NaN"),
+        (np.array([[0.0], [1.0]]), "at least 4"),
+    ],
+)
+def test_bad_input_is_refused_clearly(values, message):
+    with pytest.raises(ValueError, match=message):
+        A.fit_channels(values, np.arange(float(len(values))), 0.01)
+
+
+def test_bad_arguments():
+    y = burst_clip(n=20, m=1)
+    with pytest.raises(ValueError, match="increasing"):
+        A.fit_channels(y, np.zeros(20), 0.01)
+    with pytest.raises(ValueError, match="positive"):
+        A.fit_channels(y, np.arange(20.0), 0.0)
+    with pytest.raises(ValueError, match="degree"):
+        A.fit_channels(y, np.arange(20.0), 0.1, degree=5)
+
+
+def test_unwrap_and_quaternion_continuity():
+    angles = np.radians(np.array([170.0, 178.0, -176.0, -170.0]))[:, None]
+    np.testing.assert_allclose(np.degrees(unwrap_angles(angles))[:, 0], [170, 178, 184, 190])
+    q = np.array([[1.0, 0, 0, 0], [0.99, 0.1, 0, 0], [-0.98, -0.2, 0, 0], [-0.95, -0.3, 0, 0]])
+    fixed = continuous_quaternions(q)
+    assert np.all(np.einsum("ij,ij->i", fixed[1:], fixed[:-1]) > 0)
+    np.testing.assert_allclose(np.abs(fixed), np.abs(q))
+    with pytest.raises(ValueError, match="bone.x"):
+        check_finite(np.array([[0.0, np.nan]]), ["loc", "bone.x"])
+
+
+def test_model_is_frozen_and_serialisable():
+    y = TEST_FUNCTIONS["cliff"]
+    model = A.fit_latent_spline(y, internal_knots=3, population=16, max_iterations=5)
+    with pytest.raises(AttributeError):
+        model.rms = 0.0  # type: ignore[misc]
+    clone = A.SplineModel(model.knots.copy(), model.control_points.copy(), model.degree, model.rms, model.max_error)
+    np.testing.assert_array_equal(clone.evaluate(X101 * 100), model.evaluate(X101 * 100))
