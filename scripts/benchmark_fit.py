@@ -287,7 +287,7 @@ def uniform_peer(clip: Clip, internal_knots: int, args):
     n_ctrl = model.control_points.shape[0]
     return measure(clip, approx, method="uniform B-spline", keys=model.n_keys * clip.shape[1],
                    floats=n_ctrl * clip.shape[1], seconds=secs,
-                   note=f"{internal_knots} internal knots (= ours LATENT)", args=args)
+                   note=f"{internal_knots} internal knots (= ours LATENT's control points)", args=args)
 
 
 S_TINY = 1e-9  # make_splprep refuses s=0 with nest: a negligible s lets nest cap the knot count
@@ -371,7 +371,7 @@ def ours_operator(clip: Clip, mode: str, args):
     with bpy.context.temp_override(**ctx):
         res = bpy.ops.anim_signals.fit_latent_spline(
             channels='ALL', mode=mode, max_error_rotation=args.rot, max_error_location=args.loc,
-            max_error_other=args.other, keep_original=True, seed=0)
+            max_error_other=args.other, keep_original=True, seed=0, **continuity_kw(args, operator=True))
     secs = time.perf_counter() - t0
     if 'FINISHED' not in res:
         assign_action(ob, orig)
@@ -401,7 +401,7 @@ def ours_core(clip: Clip, mode: str, args, note="anim_signals.fit_channels"):
         return na_row(clip, f"ours {mode}", f"core not importable: {CORE_ERROR}"), None
     values = fit_input(clip)
     t0 = time.perf_counter()
-    fit = anim_signals.fit_channels(values, clip.frames, clip.tol, mode=mode, seed=0)
+    fit = anim_signals.fit_channels(values, clip.frames, clip.tol, mode=mode, seed=0, **continuity_kw(args))
     secs = time.perf_counter() - t0
     approx = fit.evaluate(clip.frames)
     counts = np.asarray(fit.knot_counts) if len(fit.knot_counts) else np.array([c.n_keys for c in fit.curves])
@@ -411,15 +411,51 @@ def ours_core(clip: Clip, mode: str, args, note="anim_signals.fit_channels"):
     return row, counts
 
 
-def latent_internal_knots(counts):
-    """Internal knots of a LATENT fit from its per-channel key counts (the shared count, ignoring
-    constant channels (1 key) and channels that fell back to a key per frame)."""
+def continuity_kw(args, operator=False):
+    """``continuity=`` for the operator / core, if they have that setting (older versions do not)."""
+    if not args.continuity_resolved:
+        return {}
+    if operator and "continuity" not in OPERATOR_PROPS:
+        return {}
+    return {"continuity": args.continuity_resolved}
+
+
+OPERATOR_PROPS: set = set()
+
+
+def resolve_continuity(args, use_operator):
+    """The key continuity used for every 'ours' row: --continuity, else the operator's default."""
+    import inspect
+
+    core_has = anim_signals is not None and "continuity" in inspect.signature(anim_signals.fit_channels).parameters
+    if use_operator:
+        rna = bpy.ops.anim_signals.fit_latent_spline.get_rna_type()
+        OPERATOR_PROPS.update(p.identifier for p in rna.properties)
+    if args.continuity != "default":
+        return args.continuity
+    if use_operator and "continuity" in OPERATOR_PROPS:
+        return rna.properties["continuity"].default
+    if core_has:
+        return inspect.signature(anim_signals.fit_channels).parameters["continuity"].default
+    return ""
+
+
+def latent_keys_per_channel(counts):
+    """Keys per channel of a LATENT fit (the shared count, ignoring constant channels (1 key) and
+    channels that fell back to a key per frame)."""
     counts = np.asarray(counts)
     moving = counts[counts > 1]
     if moving.size == 0:
-        return 0
+        return 2
     vals, freq = np.unique(moving, return_counts=True)
-    return max(int(vals[np.argmax(freq)]) - 2, 0)
+    return int(vals[np.argmax(freq)])
+
+
+def latent_internal_knots(counts, args):
+    """Internal knots, with multiplicity, of ours LATENT: the same number of control points per channel
+    (C1 keys are double knots)."""
+    distinct = max(latent_keys_per_channel(counts) - 2, 0)
+    return distinct * (2 if args.continuity_resolved == "C1" else 1)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -460,12 +496,12 @@ def run_clip_bvh(path: Path, args, use_operator: bool):
         log(f"  {clip.name}: Blender Decimate (margin search)")
         rows.append(decimate_peer(clip, args))
     if latent_counts is not None:
-        k_int = latent_internal_knots(latent_counts)
+        k_int = latent_internal_knots(latent_counts, args)
         log(f"  {clip.name}: uniform B-spline ({k_int} internal knots), scipy")
         rows.append(uniform_peer(clip, k_int, args))
         log(f"  {clip.name}: seed method ({k_int} internal knots)")
         rows.append(seed_method_row(clip, k_int, args))
-        rows.append(scipy_peer(clip, k_int + 2, args))
+        rows.append(scipy_peer(clip, latent_keys_per_channel(latent_counts), args))
     return clip, rows
 
 
@@ -484,7 +520,7 @@ def run_clip_1d(name: str, args):
     if not args.no_decimate:
         rows.append(decimate_peer_1d(clip, args))
     if counts_by_mode.get("LATENT") is not None:
-        k_int = latent_internal_knots(counts_by_mode["LATENT"])
+        k_int = latent_internal_knots(counts_by_mode["LATENT"], args)
         rows.append(uniform_peer(clip, k_int, args))
         auto_keys = int(np.sum(counts_by_mode["AUTO"]))
         rows.append(scipy_peer(clip, auto_keys, args))
@@ -541,7 +577,7 @@ def anchor_clip(args, use_operator: bool):
     if anim_signals is not None:
         clip = Clip("anchor", frames, values, kinds, tol)
         t0 = time.perf_counter()
-        fit = anim_signals.fit_channels(fit_input(clip), frames, tol, mode="LATENT", seed=0)
+        fit = anim_signals.fit_channels(fit_input(clip), frames, tol, mode="LATENT", seed=0, **continuity_kw(args))
         res["core_LATENT_s"] = time.perf_counter() - t0
         res["core_LATENT_keys"] = fit.n_keys
         res["core_LATENT_within_tolerance"] = bool(fit.within_tolerance)
@@ -552,7 +588,8 @@ def anchor_clip(args, use_operator: bool):
             with bpy.context.temp_override(**be.object_override(ob)):
                 t0 = time.perf_counter()
                 r = bpy.ops.anim_signals.fit_latent_spline(channels='ALL', mode=mode, max_error_rotation=args.rot,
-                                                           max_error_location=args.loc, keep_original=True)
+                                                           max_error_location=args.loc, keep_original=True,
+                                                           **continuity_kw(args, operator=True))
                 res[f"operator_{mode}_s"] = time.perf_counter() - t0
                 res[f"operator_{mode}_result"] = sorted(r)
                 res[f"operator_{mode}_keys"] = be.count_keys(be.action_fcurves(ob))
@@ -605,7 +642,7 @@ def markdown(results, anchors, args, meta):
     lines = ["# Fit-spline benchmark", ""]
     lines.append(f"Run: {meta['date']}, Blender {meta['blender']}, {meta['cpu']}, {meta['threads']}; "
                  f"tolerances rotation {args.rot}°, location {args.loc} (1D curves: 1 % of range). "
-                 f"Ours via {meta['ours_via']}.")
+                 f"Ours via {meta['ours_via']}; key continuity {meta['continuity']}.")
     lines.append("")
     lines.append("Keys: Bezier keys written (B-spline rows: distinct knots × channels). Floats: Bezier key = 6 "
                  "(co + 2 handles), original = 2 per key, B-spline = control points × channels + internal knots "
@@ -711,6 +748,8 @@ def main(argv=None):
     p.add_argument("--no-1d", action="store_true", help="skip the generated 1D curves")
     p.add_argument("--no-anchors", action="store_true", help="skip the timing anchors")
     p.add_argument("--repeats", type=int, default=7, help="runs of the 1D timing anchor")
+    p.add_argument("--continuity", default="default", choices=("default", "C2", "C1", "AUTO"),
+                   help="key continuity for every 'ours' row (default: the operator's default)")
     p.add_argument("--core-only", action="store_true", help="fit through anim_signals.fit_channels, not the operator")
     args = p.parse_args(argv)
     if args.quick:
@@ -725,7 +764,9 @@ def main(argv=None):
             use_operator = True
         except Exception as ex:
             log(f"note: the extension's operator is not available ({ex}); fitting BVH clips through the core")
+    args.continuity_resolved = resolve_continuity(args, use_operator)
     meta = {
+        "continuity": args.continuity_resolved or "(not a setting)",
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "blender": bpy.app.version_string,
         "cpu": platform.processor() or platform.machine(),
