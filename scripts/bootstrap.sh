@@ -78,7 +78,7 @@ if bad:
     sys.exit(1)
 EOF
     echo "$want" > "$stamp"
-    log "$venv ready: $("$venv/bin/python" -c 'import numpy, scipy, cma; print(f"numpy {numpy.__version__}, scipy {scipy.__version__}, cma {cma.__version__}")')"
+    log "$venv ready: $("$venv/bin/python" -W ignore -c 'import numpy, scipy, cma; print(f"numpy {numpy.__version__}, scipy {scipy.__version__}, cma {cma.__version__}")')"
 }
 
 if [[ -z "$ONLY" || "$ONLY" == "5.0" ]]; then make_venv .venv scripts/requirements-5.0.txt; fi

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The project's test command (README; .ci/run executes exactly this):   bash scripts/test.sh
+#
+# Stages, failing fast: bootstrap venvs -> ruff -> mypy -> core tests -> build the Linux extension
+# zip -> Blender tests under bpy 5.0.1 (.venv) -> Blender tests under bpy 4.2 LTS (.venv-4.2).
+# Env: ANIM_SIGNALS_FULL_BUILD=1 builds and validates all four platform zips instead of Linux only.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+export PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 MPLBACKEND=Agg
+START=$SECONDS
+SUMMARY=()
+
+stage_done() {  # stage_done <name> <seconds> <status text>
+    SUMMARY+=("$(printf '%-22s %-40s %4ss' "$1" "$3" "$2")")
+    echo "=== [$1] $3 ($2 s)"
+}
+
+print_summary() {
+    echo
+    echo "=== summary (total $((SECONDS - START)) s)"
+    printf '  %s\n' "${SUMMARY[@]}"
+}
+
+fail() {  # fail <stage> <seconds> <message>
+    stage_done "$1" "$2" "FAILED"
+    print_summary
+    echo "=== FAILED at stage '$1': $3" >&2
+    exit 1
+}
+
+run_stage() {  # run_stage <name> <command...>
+    local name="$1"; shift
+    local t0=$SECONDS
+    echo
+    echo "=== [$name] $*"
+    "$@"
+    local rc=$?
+    if [[ $rc -ne 0 ]]; then fail "$name" $((SECONDS - t0)) "'$*' exited with $rc"; fi
+    stage_done "$name" $((SECONDS - t0)) "ok"
+}
+
+# pytest stage: exit 5 (no tests collected) fails only when the folder has test files.
+pytest_stage() {  # pytest_stage <name> <python> <folder>
+    local name="$1" py="$2" dir="$3"
+    local t0=$SECONDS
+    echo
+    echo "=== [$name] $py -m pytest $dir"
+    local nfiles=0
+    if [[ -d "$dir" ]]; then
+        nfiles=$(find "$dir" -name 'test_*.py' -o -name '*_test.py' | wc -l)
+    fi
+    if [[ $nfiles -eq 0 ]]; then
+        stage_done "$name" $((SECONDS - t0)) "no test files in $dir: skipped"
+        return 0
+    fi
+    "$py" -m pytest "$dir" -p no:cacheprovider
+    local rc=$?
+    if [[ $rc -eq 5 ]]; then
+        fail "$name" $((SECONDS - t0)) "pytest collected no tests from $nfiles test file(s) in $dir"
+    elif [[ $rc -ne 0 ]]; then
+        fail "$name" $((SECONDS - t0)) "pytest $dir exited with $rc (see failures above)"
+    fi
+    stage_done "$name" $((SECONDS - t0)) "ok"
+}
+
+BUILD_ARGS=(--platform linux-x64)
+if [[ "${ANIM_SIGNALS_FULL_BUILD:-0}" == "1" ]]; then BUILD_ARGS=(); fi
+
+run_stage bootstrap bash scripts/bootstrap.sh
+run_stage ruff .venv/bin/ruff check .
+run_stage mypy .venv/bin/mypy
+pytest_stage core-tests .venv/bin/python tests/core
+run_stage build-extension .venv/bin/python scripts/build_extension.py "${BUILD_ARGS[@]}"
+pytest_stage blender-5.0 .venv/bin/python tests/blender
+pytest_stage blender-4.2 .venv-4.2/bin/python tests/blender
+
+print_summary
+echo "=== all stages passed"
