@@ -112,7 +112,7 @@ class _Problem:
         cls, tau: np.ndarray, target: np.ndarray, degree: int, multiplicity: int, pca_tolerance: float | None
     ) -> _Problem:
         gaps = np.diff(tau)
-        min_gap = float(np.median(gaps)) * (0.999 if multiplicity == 1 else 1.999)
+        min_gap = float(np.median(gaps)) * 0.999
         latent, basis = _pca(target, pca_tolerance)
         return cls(tau, target, degree, multiplicity, min_gap, latent, basis)
 
@@ -236,29 +236,32 @@ def _pca(target: np.ndarray, pca_tolerance: float | None) -> tuple[np.ndarray, n
 # Tolerance mode: fewest knots with every sample within tolerance
 
 
-def _insert_knots(problem: _Problem, internal: np.ndarray, snap: np.ndarray | None) -> np.ndarray | None:
+def _insert_knots(
+    problem: _Problem, internal: np.ndarray, snap: np.ndarray | None, insert_fraction: float = 0.25
+) -> np.ndarray | None:
     """New knots in every span whose samples break the tolerance; None when no span can split."""
     err, _ = problem.errors(internal[None])
     per_sample = np.abs(err[0]).max(axis=1)
     breaks = np.concatenate([[0.0], internal, [1.0]])
     seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
-    new = []
+    new: list[float] = []
+    grid = problem.tau if snap is None else snap
+    candidates: list[tuple[float, float]] = []  # (span's worst error, new knot)
     for j in np.unique(seg[per_sample > 1.0]):
         lo, hi = breaks[j], breaks[j + 1]
-        if hi - lo < 2 * problem.min_gap:
-            continue
         in_seg = np.flatnonzero(seg == j)
         worst = problem.tau[in_seg[np.argmax(per_sample[in_seg])]]
-        # halfway between the worst sample and the span centre: robust for wide error bumps
+        # halfway between the worst sample and the span centre, on a sample position: spans
+        # stay whole numbers of samples, so splitting can go down to a knot on every sample
+        # (where the least-squares spline interpolates)
         pos = 0.5 * (worst + 0.5 * (lo + hi))
-        # knots on sample positions: spans stay whole numbers of samples, so splitting can go
-        # down to a knot on every sample (where the least-squares spline interpolates)
-        grid = problem.tau if snap is None else snap
         inside = grid[(grid >= lo + problem.min_gap) & (grid <= hi - problem.min_gap)]
-        if inside.size == 0:
-            continue
-        pos = float(inside[np.argmin(np.abs(inside - pos))])
-        new.append(pos)
+        if inside.size:
+            candidates.append((float(per_sample[in_seg].max()), float(inside[np.argmin(np.abs(inside - pos))])))
+    # worst spans first, and only a quarter of them per round: inserting everywhere at once
+    # overshoots, and every surplus knot costs a (much dearer) removal round later
+    candidates.sort(reverse=True)
+    new = [pos for _, pos in candidates[: max(1, int(np.ceil(len(candidates) * insert_fraction)))]]
     if not new:
         return None
     return np.sort(np.concatenate([internal, new]))
