@@ -640,7 +640,7 @@ def fmt_kind(d):
 
 def markdown(results, anchors, args, meta):
     lines = ["# Fit-spline benchmark", ""]
-    lines.append(f"Run: {meta['date']}, Blender {meta['blender']}, {meta['cpu']}, {meta['threads']}; "
+    lines.append(f"Run: {meta['date']}, commit {meta['commit']}, Blender {meta['blender']}, {meta['cpu']}, {meta['threads']}; "
                  f"tolerances rotation {args.rot}°, location {args.loc} (1D curves: 1 % of range). "
                  f"Ours via {meta['ours_via']}; key continuity {meta['continuity']}.")
     lines.append("")
@@ -728,6 +728,23 @@ def summary_lines(results, anchors):
     return lines
 
 
+def source_commit() -> str:
+    """The checkout's commit (``ANIM_SIGNALS_COMMIT`` for a snapshot without .git), '+dirty' if modified."""
+    import subprocess
+
+    env = os.environ.get("ANIM_SIGNALS_COMMIT")
+    if env:
+        return env
+    try:
+        head = subprocess.run(["git", "-C", str(be.REPO_ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(be.REPO_ROOT), "status", "--porcelain", "--",
+                                "anim_signals", "operators"], capture_output=True, text=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
 def log(msg):
     print(msg, flush=True)
 
@@ -766,6 +783,7 @@ def main(argv=None):
             log(f"note: the extension's operator is not available ({ex}); fitting BVH clips through the core")
     args.continuity_resolved = resolve_continuity(args, use_operator)
     meta = {
+        "commit": source_commit(),
         "continuity": args.continuity_resolved or "(not a setting)",
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "blender": bpy.app.version_string,

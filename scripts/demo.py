@@ -258,7 +258,7 @@ def plot(path, frames, values, fcs, fitted_fcs, kinds, stats):
             ax.axvline(x, color="C0", lw=0.4, alpha=0.35)
         axis = "XYZW"[fc.array_index] if fc.array_index < 4 else str(fc.array_index)
         ax.set_ylabel(f"{unit}")
-        ax.set_title(f"{fc.data_path}[{axis}]", fontsize=9, loc="left")
+        ax.set_title(f"{fc.data_path}[{axis}]: {len(values)} -> {len(co)} keys", fontsize=9, loc="left")
         ax.grid(alpha=0.25)
     axes[0, 0].legend(loc="upper right", fontsize=8, ncol=3)
     axes[-1, 0].set_xlabel("frame")
