@@ -249,7 +249,7 @@ def plot(path, frames, values, fcs, fitted_fcs, kinds, stats):
     for ax, j in zip(axes[:, 0], picks):
         fc, ff = fcs[j], fitted_fcs[j]
         scale = be.DEG if kinds[j] == "rotation" else 1.0
-        unit = "deg" if kinds[j] == "rotation" else "m"
+        unit = "deg" if kinds[j] == "rotation" else ("m" if kinds[j] == "location" else "value")
         ax.plot(frames, values[:, j] * scale, color="0.55", lw=2.2, label="original (1 key/frame)")
         ax.plot(fine, [ff.evaluate(float(f)) * scale for f in fine], color="C3", lw=1.0, label="fitted")
         co = be.read_keys(ff)
