@@ -21,6 +21,7 @@ print_summary() {
     echo
     echo "=== summary (total $((SECONDS - START)) s)"
     printf '  %s\n' "${SUMMARY[@]}"
+    if [[ $PYTEST_RAN -eq 1 ]]; then echo "tests: ${TOTAL_PASSED} passed, ${TOTAL_FAILED} failed, ${TOTAL_SKIPPED} skipped"; fi
 }
 
 fail() {  # fail <stage> <seconds> <message>
@@ -41,6 +42,18 @@ run_stage() {  # run_stage <name> <command...>
     stage_done "$name" $((SECONDS - t0)) "ok"
 }
 
+TOTAL_PASSED=0 TOTAL_FAILED=0 TOTAL_SKIPPED=0 PYTEST_RAN=0
+
+count_results() {  # add up pytest's closing line ("== 3 passed, 1 failed, 2 skipped in 1.2s ==")
+    local line n
+    PYTEST_RAN=1
+    line="$(grep -E '^=+ .*(passed|failed|error|skipped|no tests ran).* in [0-9.]+s' "$1" | tail -1)"
+    n=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+'); TOTAL_PASSED=$((TOTAL_PASSED + ${n:-0}))
+    n=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+'); TOTAL_FAILED=$((TOTAL_FAILED + ${n:-0}))
+    n=$(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+'); TOTAL_FAILED=$((TOTAL_FAILED + ${n:-0}))
+    n=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+'); TOTAL_SKIPPED=$((TOTAL_SKIPPED + ${n:-0}))
+}
+
 # pytest stage: exit 5 (no tests collected) fails only when the folder has test files.
 pytest_stage() {  # pytest_stage <name> <python> <folder>
     local name="$1" py="$2" dir="$3"
@@ -55,8 +68,12 @@ pytest_stage() {  # pytest_stage <name> <python> <folder>
         stage_done "$name" $((SECONDS - t0)) "no test files in $dir: skipped"
         return 0
     fi
-    "$py" -m pytest "$dir" -p no:cacheprovider
-    local rc=$?
+    local log
+    log="$(mktemp)"
+    "$py" -m pytest "$dir" -p no:cacheprovider --hypothesis-seed=0 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    count_results "$log"
+    rm -f "$log"
     if [[ $rc -eq 5 ]]; then
         fail "$name" $((SECONDS - t0)) "pytest collected no tests from $nfiles test file(s) in $dir"
     elif [[ $rc -ne 0 ]]; then
