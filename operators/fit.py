@@ -380,8 +380,8 @@ TARGET_ITEMS = [
     ("SHAPE_KEYS", "Shape Keys", "The action animating the object's shape keys"),
 ]
 CONTINUITY_ITEMS = [
-    ("C2", "Smooth", "Keys with smooth (C2) curvature: the fewest numbers per key"),
-    ("C1", "Free Slopes", "Every key gets its own slope, like hand-made Bezier keys"),
+    ("C1", "Free Slopes", "Every key gets its own slope, like hand-made Bezier keys (usually the fewest keys)"),
+    ("C2", "Smooth", "Keys with continuous curvature (C2 spline): smoothest motion, usually more keys"),
     ("AUTO", "Auto", "Try both, keep whichever writes fewer keys (slower)"),
 ]
 
@@ -413,7 +413,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
     target: EnumProperty(name="Target", items=TARGET_ITEMS, default="AUTO")  # type: ignore[valid-type]
     channels: EnumProperty(name="Channels", items=CHANNEL_ITEMS, default="ALL")  # type: ignore[valid-type]
     mode: EnumProperty(name="Mode", items=MODE_ITEMS, default="AUTO")  # type: ignore[valid-type]
-    continuity: EnumProperty(name="Keys", items=CONTINUITY_ITEMS, default="C2")  # type: ignore[valid-type]
+    continuity: EnumProperty(name="Keys", items=CONTINUITY_ITEMS, default="C1")  # type: ignore[valid-type]
     max_error_rotation: FloatProperty(  # type: ignore[valid-type]
         name="Max Rotation Error",
         description="Largest allowed change of any rotation channel at any original frame, in degrees",
