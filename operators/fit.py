@@ -410,10 +410,31 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
     bl_label = "Fit Spline"
     bl_options = {"REGISTER", "UNDO"}
 
-    target: EnumProperty(name="Target", items=TARGET_ITEMS, default="AUTO")  # type: ignore[valid-type]
-    channels: EnumProperty(name="Channels", items=CHANNEL_ITEMS, default="ALL")  # type: ignore[valid-type]
-    mode: EnumProperty(name="Mode", items=MODE_ITEMS, default="AUTO")  # type: ignore[valid-type]
-    continuity: EnumProperty(name="Keys", items=CONTINUITY_ITEMS, default="C1")  # type: ignore[valid-type]
+    target: EnumProperty(  # type: ignore[valid-type]
+        name="Target",
+        description="Which animation of the active object to fit: its own action, its shape keys', or both",
+        items=TARGET_ITEMS,
+        default="AUTO",
+    )
+    channels: EnumProperty(  # type: ignore[valid-type]
+        name="Channels",
+        description="Fit every F-curve of the action, or only the curves selected in the Graph Editor",
+        items=CHANNEL_ITEMS,
+        default="ALL",
+    )
+    mode: EnumProperty(  # type: ignore[valid-type]
+        name="Mode",
+        description="Shared keys keep all curves keyed on the same frames (easy to edit poses); "
+        "per-curve keys place each curve's keys where it needs them",
+        items=MODE_ITEMS,
+        default="AUTO",
+    )
+    continuity: EnumProperty(  # type: ignore[valid-type]
+        name="Keys",
+        description="Smooth spline keys, or keys with their own slopes like hand-made Bezier keys",
+        items=CONTINUITY_ITEMS,
+        default="C1",
+    )
     max_error_rotation: FloatProperty(  # type: ignore[valid-type]
         name="Max Rotation Error",
         description="Largest allowed change of any rotation channel at any original frame, in degrees",

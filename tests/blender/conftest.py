@@ -82,6 +82,8 @@ def _clear_data() -> None:
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end, scene.frame_current = 1, 250, 1
     scene.unit_settings.scale_length = 1.0
+    if hasattr(bpy.types.Scene, "anim_signals"):
+        scene.property_unset("anim_signals")  # settings and last-fit numbers back to defaults
 
 
 @pytest.fixture

@@ -1,0 +1,55 @@
+"""The extension registers its operator, menus, panel and scene settings, and unregisters cleanly."""
+
+from __future__ import annotations
+
+import addon_utils
+import bpy
+from _bl_helpers import make_object, run_fit
+
+EXT_MODULE = "bl_ext.dev.anim_signals"
+
+
+def _menu_has_entry(menu) -> bool:
+    funcs = getattr(menu.draw, "_draw_funcs", [])
+    return any(getattr(f, "__module__", "").startswith(EXT_MODULE) for f in funcs)
+
+
+def test_registered(scene):
+    assert hasattr(bpy.types, "ANIM_SIGNALS_OT_fit_latent_spline")
+    assert hasattr(bpy.types, "ANIM_SIGNALS_PT_fit_spline")
+    assert bpy.types.ANIM_SIGNALS_PT_fit_spline.bl_space_type == "GRAPH_EDITOR"
+    assert bpy.types.ANIM_SIGNALS_PT_fit_spline.bl_category == "Signals"
+    assert _menu_has_entry(bpy.types.GRAPH_MT_key)
+    assert _menu_has_entry(bpy.types.DOPESHEET_MT_key)
+    rna = bpy.ops.anim_signals.fit_latent_spline.get_rna_type()
+    assert {"REGISTER", "UNDO"} <= set(rna.bl_options if hasattr(rna, "bl_options") else bpy.types.ANIM_SIGNALS_OT_fit_latent_spline.bl_options)
+    props = rna.properties
+    for name in ("channels", "mode", "max_error_rotation", "max_error_location", "max_error_other",
+                 "internal_knots", "degree", "population", "seed", "snap_to_frames", "keep_original"):
+        assert name in props, name
+        assert props[name].description, f"{name} has no tooltip"
+    settings = scene.anim_signals.fit
+    assert settings.max_error_rotation == 0.5 and settings.keep_original
+    assert not scene.anim_signals.last_fit.valid
+
+
+def test_invoke_without_window_runs_synchronously(scene):
+    ob, _, _ = make_object(n_frames=40)
+    action = ob.animation_data.action
+    # Headless there is no event loop: INVOKE falls back to execute(), a complete fit.
+    assert bpy.ops.anim_signals.fit_latent_spline("INVOKE_DEFAULT", mode="LATENT") == {"FINISHED"}
+    assert scene.anim_signals.last_fit.valid
+    assert ob.animation_data.action.name == action.name + ".fit"
+
+
+def test_disable_and_enable_again(scene):
+    addon_utils.disable(EXT_MODULE, default_set=True)
+    try:
+        assert not hasattr(bpy.types, "ANIM_SIGNALS_OT_fit_latent_spline")
+        assert not hasattr(bpy.types, "ANIM_SIGNALS_PT_fit_spline")
+        assert not hasattr(bpy.types.Scene, "anim_signals")
+        assert not _menu_has_entry(bpy.types.GRAPH_MT_key)
+    finally:
+        assert addon_utils.enable(EXT_MODULE, default_set=True) is not None
+    make_object(n_frames=30)
+    assert run_fit(mode="LATENT") == {"FINISHED"}
