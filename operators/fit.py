@@ -626,8 +626,8 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
             self._cleanup(context)
             self.report({"WARNING"}, "Fit cancelled: nothing changed")
             return {"CANCELLED"}
-        if event.type != "TIMER" or event.timer is not self._timer:
-            return {"RUNNING_MODAL"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}  # block other input while the fit runs (ESC cancels)
         assert self._gen is not None and self._plan is not None
         deadline = time.perf_counter() + 0.08
         try:
