@@ -8,6 +8,7 @@ candidate knot vectors in one call (the seed's step 2-3, without a per-candidate
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,8 +22,10 @@ __all__ = [
     "design_matrix",
     "evaluate",
     "evaluate_batch",
+    "knot_jumps",
     "lsq_batch",
     "lsq_control_points",
+    "pad_knot_vectors",
     "spline_to_bezier",
 ]
 
@@ -37,21 +40,32 @@ def clamped_knots(internal: np.ndarray, start: float, end: float, degree: int) -
     return np.concatenate([np.full((s, pad), start), internal, np.full((s, pad), end)], axis=1)
 
 
-def find_spans(knots: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
-    """Span index i with t_i <= x < t_{i+1} for each row of knots (S, nk) and each x (N,)."""
+def find_spans(
+    knots: np.ndarray, x: np.ndarray, degree: int, n_ctrl: np.ndarray | None = None
+) -> np.ndarray:
+    """Span index i with t_i <= x < t_{i+1} for each row of knots (S, nk) and each x (N,).
+
+    n_ctrl (S,) gives each row's real control-point count when rows are padded with phantom
+    knots past the end (see pad_knot_vectors); the end sample then stays in the last real span.
+    """
     s_count, nk = knots.shape
-    n_ctrl = nk - degree - 1
+    if n_ctrl is None:
+        n_ctrl = np.full(s_count, nk - degree - 1)
     lo, hi = float(min(knots.min(), x.min())), float(max(knots.max(), x.max()))
     # one searchsorted for all rows: shift row s by s * (range + 1) so rows never interleave
     shift = (hi - lo + 1.0) * np.arange(s_count)[:, None]
     flat = (knots - lo + shift).ravel()
     pos = np.searchsorted(flat, (x[None, :] - lo + shift).ravel(), side="right").reshape(s_count, -1)
     counts = pos - (np.arange(s_count) * nk)[:, None]
-    return np.clip(counts - 1, degree, n_ctrl - 1)
+    return np.clip(counts - 1, degree, np.asarray(n_ctrl)[:, None] - 1)
 
 
 def basis_batch(
-    knots: np.ndarray, x: np.ndarray, degree: int, spans: np.ndarray | None = None
+    knots: np.ndarray,
+    x: np.ndarray,
+    degree: int,
+    spans: np.ndarray | None = None,
+    n_ctrl: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Non-zero basis values of many knot vectors: (spans (S, N), values (S, N, D+1)).
 
@@ -62,15 +76,17 @@ def basis_batch(
     knots = np.atleast_2d(np.asarray(knots, dtype=float))
     x = np.asarray(x, dtype=float)
     if spans is None:
-        spans = find_spans(knots, x, degree)
+        spans = find_spans(knots, x, degree, n_ctrl)
     s_count, n = spans.shape
     vals = np.zeros((s_count, n, degree + 1))
     vals[..., 0] = 1.0
     left = np.empty((degree + 1, s_count, n))
     right = np.empty((degree + 1, s_count, n))
+    flat = knots.ravel()
+    at = spans + (np.arange(s_count) * knots.shape[1])[:, None]  # flat index of t_span per row
     for j in range(1, degree + 1):
-        left[j] = x[None, :] - np.take_along_axis(knots, spans + 1 - j, axis=1)
-        right[j] = np.take_along_axis(knots, spans + j, axis=1) - x[None, :]
+        left[j] = x[None, :] - flat[at + 1 - j]
+        right[j] = flat[at + j] - x[None, :]
         saved = np.zeros((s_count, n))
         for r in range(j):
             denom = right[r + 1] + left[j - r]
@@ -120,10 +136,10 @@ def _normal_equations(
                 minlength=band.size,
             )
     mat = _stacked_basis(spans, vals, n_ctrl, degree)
-    # B^T X for every candidate: (S*N, S*K)^T @ tile(X) summed per block.
-    tiled = np.tile(data, (s_count, 1))
-    rhs = np.asarray(mat.T @ tiled)
-    return band.reshape(s_count, n_ctrl, width), rhs.reshape(s_count, n_ctrl, data.shape[1]), mat
+    # B^T X for every candidate: (S*N, S*K)^T @ stacked X (shared X is tiled)
+    stacked = data.reshape(s_count * n, -1) if data.ndim == 3 else np.tile(data, (s_count, 1))
+    rhs = np.asarray(mat.T @ stacked)
+    return band.reshape(s_count, n_ctrl, width), rhs.reshape(s_count, n_ctrl, data.shape[-1]), mat
 
 
 def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -132,6 +148,14 @@ def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     O(S K w^2): linear in K, so long clips with many knots stay cheap.
     """
     s_count, n_ctrl, width = band.shape
+    if n_ctrl <= 48:
+        # small systems: one batched dense LAPACK call beats S banded calls
+        dense = np.zeros((s_count, n_ctrl, n_ctrl))
+        idx = np.arange(n_ctrl)
+        for d in range(width):
+            dense[:, idx[: n_ctrl - d], idx[d:]] = band[:, : n_ctrl - d, d]
+            dense[:, idx[d:], idx[: n_ctrl - d]] = band[:, : n_ctrl - d, d]
+        return np.linalg.solve(dense, rhs)
     if s_count <= 256:
         # LAPACK's banded Cholesky (pbsv) per candidate: O(K w^2) in C, ~20 us call overhead
         out = np.empty_like(rhs)
@@ -178,6 +202,25 @@ def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return c
 
 
+def pad_knot_vectors(internal: Sequence[np.ndarray], degree: int, multiplicity: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Clamped knot vectors on [0, 1] of different lengths as one (S, nk) array.
+
+    Shorter rows get phantom knots past 1; their basis functions touch no sample, so their
+    control points solve to 0 and the real part is exactly the unpadded fit. Returns the
+    knots and each row's real control-point count.
+    """
+    full = [np.repeat(np.asarray(k, dtype=float), multiplicity) for k in internal]
+    sizes = np.array([f.size for f in full])
+    longest = int(sizes.max()) if sizes.size else 0
+    out = np.empty((len(full), longest + 2 * (degree + 1)))
+    for row, f in enumerate(full):
+        extra = longest - f.size
+        out[row] = np.concatenate(
+            [np.zeros(degree + 1), f, np.ones(degree + 1), 1.0 + np.arange(1, extra + 1) * 1e-3]
+        )
+    return out, sizes + degree + 1
+
+
 def lsq_batch(
     knots: np.ndarray,
     x: np.ndarray,
@@ -185,9 +228,12 @@ def lsq_batch(
     degree: int,
     ridge: float = 1e-10,
     return_fit: bool = True,
+    n_ctrl: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
     """Least-squares control points for S knot vectors at once.
 
+    data is (N, L) shared by every candidate, or (S, N, L) one per candidate. n_ctrl: real
+    control-point counts of padded rows (pad_knot_vectors).
     Returns (control_points (S, K, L), fitted values (S, N, L) or None, SSE (S,)).
     A tiny ridge keeps the normal equations solvable when a candidate has an empty span.
     """
@@ -195,17 +241,20 @@ def lsq_batch(
     data = np.asarray(data, dtype=float)
     if data.ndim == 1:
         data = data[:, None]
-    n_ctrl = knots.shape[1] - degree - 1
-    spans, vals = basis_batch(knots, x, degree)
-    band, rhs, mat = _normal_equations(spans, vals, data, n_ctrl, degree)
-    scale = np.maximum(band[:, :, 0].mean(axis=1), 1e-300)
+    s_count = knots.shape[0]
+    n_ctrl_all = knots.shape[1] - degree - 1
+    spans, vals = basis_batch(knots, x, degree, n_ctrl=n_ctrl)
+    band, rhs, mat = _normal_equations(spans, vals, data, n_ctrl_all, degree)
+    scale = np.maximum(band[:, :, 0].sum(axis=1) / (n_ctrl_all if n_ctrl is None else n_ctrl), 1e-300)
     band[:, :, 0] += ridge * scale[:, None]
     ctrl = banded_cholesky_solve(band, rhs)
+    per_row = data if data.ndim == 3 else data[None]
     if not return_fit:
-        sse = np.maximum((data**2).sum() - np.einsum("skl,skl->s", ctrl, rhs), 0.0)
+        energy = (per_row**2).sum(axis=(1, 2)) * (1 if data.ndim == 3 else np.ones(s_count))
+        sse = np.maximum(energy - np.einsum("skl,skl->s", ctrl, rhs), 0.0)
         return ctrl, None, sse
-    fit = np.asarray(mat @ ctrl.reshape(-1, ctrl.shape[2])).reshape(knots.shape[0], x.size, -1)
-    sse = ((fit - data[None]) ** 2).sum(axis=(1, 2))
+    fit = np.asarray(mat @ ctrl.reshape(-1, ctrl.shape[2])).reshape(s_count, x.size, -1)
+    sse = ((fit - per_row) ** 2).sum(axis=(1, 2))
     return ctrl, fit, sse
 
 
@@ -266,6 +315,24 @@ def _piece_values(
     return _gather_eval(ctrl[None], spans[None], vals, degree)[0]
 
 
+def knot_jumps(knots: np.ndarray, ctrl: np.ndarray, degree: int, order: int, breaks: np.ndarray) -> np.ndarray:
+    """Jump of the order-th derivative at each break (distinct internal knot), max over columns.
+
+    A small jump times the local span length to that power means the knot can go (the
+    classic knot-removal criterion): used to pick which removals are worth a full fit.
+    """
+    knots = np.asarray(knots, dtype=float)
+    ctrl = np.asarray(ctrl, dtype=float)
+    for _ in range(order):
+        knots, ctrl = derivative_spline(knots, ctrl, degree)
+        degree -= 1
+    n_ctrl = ctrl.shape[0]
+    right = np.clip(np.searchsorted(knots, breaks, side="right") - 1, degree, n_ctrl - 1)
+    left = np.clip(np.searchsorted(knots, breaks, side="left") - 1, degree, n_ctrl - 1)
+    diff = _piece_values(knots, ctrl, degree, breaks, right) - _piece_values(knots, ctrl, degree, breaks, left)
+    return np.abs(diff).max(axis=1)
+
+
 @dataclass(frozen=True)
 class BezierCurve:
     """One F-curve's keys as Blender stores them: every array has one row per key."""
@@ -292,7 +359,8 @@ class BezierCurve:
         # Handles sit at 1/3 and 2/3 of the segment, so x(t) is linear: t = (f - x0) / h.
         t = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)
         # Generic case (handles elsewhere): a few Newton steps on x(t) = frame.
-        for _ in range(8):
+        thirds = np.allclose(p1[:, 0] - p0[:, 0], (x1 - x0) / 3) and np.allclose(p3[:, 0] - p2[:, 0], (x1 - x0) / 3)
+        for _ in range(0 if thirds else 8):
             xt = (
                 (1 - t) ** 3 * p0[:, 0]
                 + 3 * (1 - t) ** 2 * t * p1[:, 0]

@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 import cma
 import numpy as np
 
-from .bspline import BezierCurve, clamped_knots, constant_curve, evaluate, lsq_batch, spline_to_bezier
+from .bspline import (
+    BezierCurve,
+    clamped_knots,
+    constant_curve,
+    evaluate,
+    knot_jumps,
+    lsq_batch,
+    pad_knot_vectors,
+    spline_to_bezier,
+)
 
 __all__ = [
     "ChannelsFit",
@@ -95,15 +104,20 @@ class SplineModel:
 
 @dataclass
 class _Problem:
-    """Scaled data (tolerance 1 in every channel) and its PCA, scored for many knot vectors."""
+    """Tolerance-scaled data in one or more independent *lanes*, scored for many knot vectors.
+
+    A lane is one knot vector's worth of channels: the whole latent group (one lane with a PCA
+    basis) or one F-curve each (per-channel mode: many 1-channel lanes scored together, so a
+    96-curve clip costs a few big numpy calls per round instead of 96 small ones).
+    """
 
     tau: np.ndarray  # (N,) in [0, 1]
-    target: np.ndarray  # (N, M) centred, tolerance-scaled
+    target: np.ndarray  # (C, N, M) centred, tolerance-scaled
     degree: int
     multiplicity: int
     min_gap: float
-    latent: np.ndarray  # (N, L) PCA scores
-    basis: np.ndarray | None  # (L, M) orthonormal rows, None when latent is target itself
+    latent: np.ndarray  # (C, N, L) what the splines are fitted to (PCA scores or target)
+    basis: np.ndarray | None  # (L, M) orthonormal rows (single-lane PCA), None: latent is target
     evaluations: int = 0
     generations: int = 0
 
@@ -111,50 +125,160 @@ class _Problem:
     def build(
         cls, tau: np.ndarray, target: np.ndarray, degree: int, multiplicity: int, pca_tolerance: float | None
     ) -> _Problem:
-        gaps = np.diff(tau)
-        min_gap = float(np.median(gaps)) * 0.999
+        """One lane over all columns of target (N, M), through PCA."""
         latent, basis = _pca(target, pca_tolerance)
-        return cls(tau, target, degree, multiplicity, min_gap, latent, basis)
+        return cls(tau, target[None], degree, multiplicity, _min_gap(tau), latent[None], basis)
+
+    @classmethod
+    def lanes(cls, tau: np.ndarray, columns: np.ndarray, degree: int, multiplicity: int) -> _Problem:
+        """One lane per column of columns (N, C)."""
+        target = columns.T[:, :, None].copy()
+        return cls(tau, target, degree, multiplicity, _min_gap(tau), target, None)
+
+    @property
+    def n_lanes(self) -> int:
+        return int(self.target.shape[0])
 
     def knot_vectors(self, internal: np.ndarray) -> np.ndarray:
         internal = np.atleast_2d(internal)
         return clamped_knots(np.repeat(internal, self.multiplicity, axis=1), 0.0, 1.0, self.degree)
 
-    def errors(self, internal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per-sample error field (S, N, M) in scaled units, and control points (S, K, L)."""
-        knots = self.knot_vectors(internal)
-        ctrl, fit, _ = lsq_batch(knots, self.tau, self.latent, self.degree)
+    def errors(
+        self, internal: Sequence[np.ndarray] | np.ndarray, lanes: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Error field (S, N, M) in scaled units and control points (S, K, L) per candidate."""
+        if isinstance(internal, np.ndarray) and internal.ndim == 1:
+            internal = internal[None]
+        knots, n_ctrl = pad_knot_vectors(list(internal), self.degree, self.multiplicity)
+        if lanes is None:
+            lanes = np.zeros(knots.shape[0], dtype=int)
+        data = self.latent[0] if self.n_lanes == 1 else self.latent[lanes]
+        ctrl, fit, _ = lsq_batch(knots, self.tau, data, self.degree, n_ctrl=n_ctrl)
         assert fit is not None
         self.evaluations += knots.shape[0]
         if self.basis is not None:
             fit = fit @ self.basis
-        return fit - self.target[None], ctrl
+        return fit - (self.target[0][None] if self.n_lanes == 1 else self.target[lanes]), ctrl
 
-    def score(self, internal: np.ndarray, chunk: int = 64) -> tuple[np.ndarray, np.ndarray]:
-        """(max abs error, rms) per candidate, in scaled units."""
-        internal = np.atleast_2d(internal)
-        maxes, rmss = [], []
-        for start in range(0, internal.shape[0], chunk):
-            err, _ = self.errors(internal[start : start + chunk])
-            maxes.append(np.abs(err).max(axis=(1, 2)))
+    def score(
+        self, internal: Sequence[np.ndarray] | np.ndarray, lanes: np.ndarray | None = None, samples: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(max abs error, rms, per-sample max over channels or None) per candidate."""
+        if isinstance(internal, np.ndarray) and internal.ndim == 1:
+            internal = internal[None]
+        internal = list(internal)
+        lanes = np.zeros(len(internal), dtype=int) if lanes is None else np.asarray(lanes)
+        # bound the (S, N, M) error field to ~32 MB per chunk
+        chunk = max(1, int(4_000_000 // max(1, self.target[0].size)))
+        maxes, rmss, per_sample = [], [], []
+        for start in range(0, len(internal), chunk):
+            err, _ = self.errors(internal[start : start + chunk], lanes[start : start + chunk])
+            worst = np.abs(err).max(axis=2)
+            maxes.append(worst.max(axis=1))
             rmss.append(np.sqrt((err**2).sum(axis=2).mean(axis=1)))
-        return np.concatenate(maxes), np.concatenate(rmss)
+            if samples:
+                per_sample.append(worst)
+        return (
+            np.concatenate(maxes),
+            np.concatenate(rmss),
+            np.concatenate(per_sample) if samples else None,
+        )
 
     # -- CMA-ES over positive increments (the seed's constrained sampling) --
 
-    def increments_to_knots(self, z: np.ndarray, n_int: int) -> np.ndarray:
+    def increments_to_knots(self, z: np.ndarray, n_int: int, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
+        """Candidate knots in (lo, hi) from sampled increments: clipped at 0, rescaled to fill
+        the interval (the seed's constrained sampling), and kept min_gap apart."""
         z = np.atleast_2d(z)
         d = np.maximum(z, 0.0) + 1e-12
         d = d / d.sum(axis=1, keepdims=True)
-        free = 1.0 - (n_int + 1) * self.min_gap
+        free = (hi - lo) - (n_int + 1) * self.min_gap
         d = self.min_gap + max(free, 0.0) * d
-        return np.cumsum(d, axis=1)[:, :-1]
+        return lo + np.cumsum(d, axis=1)[:, :-1]
 
-    def knots_to_increments(self, internal: np.ndarray) -> np.ndarray:
+    def knots_to_increments(self, internal: np.ndarray, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:
         n_int = internal.size
-        d = np.diff(np.concatenate([[0.0], internal, [1.0]]))
-        free = max(1.0 - (n_int + 1) * self.min_gap, 1e-12)
+        d = np.diff(np.concatenate([[lo], internal, [hi]]))
+        free = max((hi - lo) - (n_int + 1) * self.min_gap, 1e-12)
         return np.maximum(d - self.min_gap, 0.0) / free + 1e-6
+
+    def cma_lanes(
+        self,
+        inits: Sequence[np.ndarray],
+        lanes: np.ndarray,
+        objective: str,
+        population: int | None,
+        max_iterations: int,
+        seeds: Sequence[int],
+        target: float | None = None,
+        windows: Sequence[tuple[int, int]] | None = None,
+    ) -> Generator[float, None, list[tuple[np.ndarray, float, float]]]:
+        """CMA-ES (pycma ask/tell) in lockstep on several lanes, all populations scored together.
+
+        Minimises 'rms' or 'max' (+ rms tie-break) over each lane's knot count (that of its
+        init). windows[k] = (i0, i1) frees only init[i0:i1] (the others stay put): a local,
+        low-dimensional search that converges in a few generations. Yields per generation;
+        returns (best knots, max error, rms) per lane. A lane stops early once its max error
+        reaches `target` (tolerance mode).
+        """
+        lanes = np.asarray(lanes)
+        inits = [np.asarray(init, dtype=float) for init in inits]
+        if windows is None:
+            windows = [(0, init.size) for init in inits]
+        bounds = [
+            (float(init[i0 - 1]) if i0 > 0 else 0.0, float(init[i1]) if i1 < init.size else 1.0)
+            for init, (i0, i1) in zip(inits, windows, strict=True)
+        ]
+        best: list[list] = []
+        strategies = []
+        mx0, rms0, _ = self.score(list(inits), lanes)
+        for k, init in enumerate(inits):
+            i0, i1 = windows[k]
+            z0 = self.knots_to_increments(init[i0:i1], *bounds[k])
+            sigma0 = 0.3 * float(np.mean(z0))
+            opts = {
+                "seed": int(seeds[k]) % (2**31 - 2) + 1,  # pycma treats 0 as "random"
+                "verbose": -9,
+                "maxiter": max_iterations,
+                "tolfun": 1e-12,
+                "tolx": 1e-9 * sigma0,
+            }
+            if population:
+                opts["popsize"] = int(population)
+            strategies.append(cma.CMAEvolutionStrategy(z0, sigma0, opts))
+            obj0 = rms0[k] if objective == "rms" else mx0[k] + 0.1 * rms0[k]
+            best.append([np.asarray(init, dtype=float), float(mx0[k]), float(rms0[k]), float(obj0)])
+        running = [k for k in range(len(inits)) if target is None or best[k][1] > target]
+        for gen in range(max_iterations):
+            running = [k for k in running if not (gen > 0 and strategies[k].stop())]
+            if not running:
+                break
+            asked = {k: np.asarray(strategies[k].ask()) for k in running}
+            knots_by_lane = {}
+            for k in running:
+                i0, i1 = windows[k]
+                moved = self.increments_to_knots(asked[k], i1 - i0, *bounds[k])
+                keep_left = np.broadcast_to(inits[k][:i0], (moved.shape[0], i0))
+                keep_right = np.broadcast_to(inits[k][i1:], (moved.shape[0], inits[k].size - i1))
+                knots_by_lane[k] = np.concatenate([keep_left, moved, keep_right], axis=1)
+            batch = [row for k in running for row in knots_by_lane[k]]
+            owners = np.concatenate([np.full(len(knots_by_lane[k]), lanes[k]) for k in running])
+            mx, rms, _ = self.score(batch, owners)
+            offset = 0
+            for k in running:
+                count = len(knots_by_lane[k])
+                m_k, r_k = mx[offset : offset + count], rms[offset : offset + count]
+                offset += count
+                obj = r_k if objective == "rms" else m_k + 0.1 * r_k
+                strategies[k].tell(list(asked[k]), obj.tolist())
+                i = int(np.argmin(obj))
+                if obj[i] < best[k][3]:
+                    best[k] = [knots_by_lane[k][i], float(m_k[i]), float(r_k[i]), float(obj[i])]
+            self.generations += 1
+            yield (gen + 1) / max_iterations
+            if target is not None:
+                running = [k for k in running if best[k][1] > target]
+        return [(b[0], b[1], b[2]) for b in best]
 
     def cma(
         self,
@@ -166,45 +290,19 @@ class _Problem:
         seed: int,
         target: float | None = None,
     ) -> Generator[float, None, tuple[np.ndarray, float, float]]:
-        """Minimise 'rms' or 'max' (+ rms tie-break) over n_int knots; yields per generation.
-
-        Returns (best internal knots, its max error, its rms). Stops early once the max
-        error reaches `target` (tolerance mode).
-        """
+        """Single-lane CMA-ES over n_int knots (uniform start unless init is given)."""
         if init is None:
             init = np.linspace(0.0, 1.0, n_int + 2)[1:-1]
-        z0 = self.knots_to_increments(np.asarray(init, dtype=float))
-        sigma0 = 0.3 * float(np.mean(z0))
-        opts = {
-            "seed": int(seed) % (2**31 - 2) + 1,  # pycma treats 0 as "random"
-            "verbose": -9,
-            "maxiter": max_iterations,
-            "tolfun": 1e-12,
-            "tolx": 1e-9 * sigma0,
-            "CMA_stds": None,
-        }
-        if population:
-            opts["popsize"] = int(population)
-        es = cma.CMAEvolutionStrategy(z0, sigma0, opts)
-        best_knots = np.asarray(init, dtype=float)
-        best_max, best_rms = (float(v[0]) for v in self.score(best_knots))
-        best_obj = best_rms if objective == "rms" else best_max + 0.1 * best_rms
-        for gen in range(max_iterations):
-            if es.stop() and gen > 0:
-                break
-            zs = np.asarray(es.ask())
-            knots = self.increments_to_knots(zs, n_int)
-            mx, rms = self.score(knots)
-            obj = rms if objective == "rms" else mx + 0.1 * rms
-            es.tell(list(zs), obj.tolist())
-            self.generations += 1
-            i = int(np.argmin(obj))
-            if obj[i] < best_obj:
-                best_obj, best_knots, best_max, best_rms = float(obj[i]), knots[i], float(mx[i]), float(rms[i])
-            yield (gen + 1) / max_iterations
-            if target is not None and best_max <= target:
-                break
-        return best_knots, best_max, best_rms
+        results = yield from self.cma_lanes(
+            [np.asarray(init, dtype=float)], np.zeros(1, dtype=int), objective, population,
+            max_iterations, [seed], target,
+        )
+        return results[0]
+
+
+def _min_gap(tau: np.ndarray) -> float:
+    """Closest distinct knots: about one sample apart, so every span holds a sample."""
+    return float(np.median(np.diff(tau))) * 0.999
 
 
 def _pca(target: np.ndarray, pca_tolerance: float | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -220,7 +318,6 @@ def _pca(target: np.ndarray, pca_tolerance: float | None) -> tuple[np.ndarray, n
         keep = int(np.searchsorted(np.cumsum(energy), total * (1 - 1e-12)) + 1) if total > 0 else 1
     else:
         keep = s.size
-        # residual max for each truncation, cheapest first; components are few so this is fine
         for count in range(1, s.size + 1):
             resid = target - (u[:, :count] * s[:count]) @ vt[:count]
             if np.abs(resid).max() <= pca_tolerance:
@@ -237,14 +334,15 @@ def _pca(target: np.ndarray, pca_tolerance: float | None) -> tuple[np.ndarray, n
 
 
 def _insert_knots(
-    problem: _Problem, internal: np.ndarray, snap: np.ndarray | None, insert_fraction: float = 0.25
+    problem: _Problem,
+    internal: np.ndarray,
+    per_sample: np.ndarray,
+    snap: np.ndarray | None,
+    insert_fraction: float = 0.25,
 ) -> np.ndarray | None:
-    """New knots in every span whose samples break the tolerance; None when no span can split."""
-    err, _ = problem.errors(internal[None])
-    per_sample = np.abs(err[0]).max(axis=1)
+    """New knots in the worst spans whose samples break the tolerance; None if none can split."""
     breaks = np.concatenate([[0.0], internal, [1.0]])
     seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
-    new: list[float] = []
     grid = problem.tau if snap is None else snap
     candidates: list[tuple[float, float]] = []  # (span's worst error, new knot)
     for j in np.unique(seg[per_sample > 1.0]):
@@ -267,6 +365,25 @@ def _insert_knots(
     return np.sort(np.concatenate([internal, new]))
 
 
+def _removal_shortlists(
+    problem: _Problem, internal: list[np.ndarray], lanes: list[int], sizes: list[int]
+) -> dict[int, list[int]]:
+    """Per lane, the indices of the knots whose removal looks cheapest (at most sizes[k])."""
+    out = {c: list(range(internal[c].size)) for c, n in zip(lanes, sizes, strict=True) if internal[c].size <= n}
+    todo = [(c, n) for c, n in zip(lanes, sizes, strict=True) if c not in out]
+    if not todo:
+        return out
+    _, ctrl = problem.errors([internal[c] for c, _ in todo], np.array([c for c, _ in todo]))
+    order = problem.degree - problem.multiplicity + 1
+    for k, (c, n) in enumerate(todo):
+        knots = problem.knot_vectors(internal[c][None])[0]
+        jumps = knot_jumps(knots, ctrl[k, : knots.size - problem.degree - 1], problem.degree, order, internal[c])
+        breaks = np.concatenate([[0.0], internal[c], [1.0]])
+        cost = jumps * (breaks[2:] - breaks[:-2]) ** order
+        out[c] = sorted(int(i) for i in np.argsort(cost)[:n])
+    return out
+
+
 def _solve_tolerance(
     problem: _Problem,
     *,
@@ -274,73 +391,134 @@ def _solve_tolerance(
     max_iterations: int,
     seed: int,
     snap: np.ndarray | None,
-    start: np.ndarray | None = None,
-) -> Generator[float, None, tuple[np.ndarray, bool]]:
-    """Greedy insertion to feasibility, then removal rescued by CMA-ES. Yields progress."""
-    internal = np.zeros(0) if start is None else np.asarray(start, dtype=float)
-    # 1) insert until every sample is within tolerance (or no span can be split)
-    while True:
-        mx, _ = problem.score(internal)
-        if mx[0] <= 1.0:
-            break
-        grown = _insert_knots(problem, internal, snap)
-        if grown is None:
-            return internal, False
-        internal = grown
-        yield 0.1
-    # 2) remove knots while the tolerance holds; when plain removal breaks it, let CMA-ES
-    #    move the remaining knots (the seed's optimiser) to win the knot back.
-    start_count = max(internal.size, 1)
-    cma_failures = 0
-    while internal.size > 0:
-        cands = np.stack([np.delete(internal, i) for i in range(internal.size)])
-        mx, rms = problem.score(cands)
-        yield 0.1 + 0.9 * (1 - internal.size / start_count)
-        removable = np.flatnonzero(mx <= 1.0)
-        if removable.size:
-            # drop many well-separated removable knots at once (best first), halving on failure
-            chosen: list[int] = []
-            for i in removable[np.argsort(mx[removable] + 0.1 * rms[removable])]:
-                if all(abs(int(i) - j) > problem.degree + 1 for j in chosen):
-                    chosen.append(int(i))
-            while len(chosen) > 1:
-                trial = np.delete(internal, chosen)
-                if problem.score(trial)[0][0] <= 1.0:
-                    break
-                chosen = chosen[: len(chosen) // 2]
-            internal = np.delete(internal, chosen)
-            continue
-        if snap is not None or cma_failures >= 1 or max_iterations <= 0:
-            break
-        best = int(np.argmin(mx + 0.1 * rms))
-        found, found_max, _ = yield from problem.cma(
-            internal.size - 1,
-            cands[best],
-            "max",
-            population,
-            max_iterations,
-            seed + internal.size,
-            target=1.0,
+    starts: Sequence[np.ndarray] | None = None,
+    max_rescues: int | None = None,
+) -> Generator[float, None, tuple[list[np.ndarray], np.ndarray]]:
+    """Fewest knots per lane with every sample within tolerance; all lanes advance together.
+
+    1) greedy insertion until feasible; 2) removal of well-separated removable knots (best
+    first, halving the set when the joint removal breaks the tolerance); 3) when no single
+    removal is feasible, CMA-ES (the seed's optimiser) moves the remaining knots to win one
+    back. Yields progress; returns knots per lane and which lanes are feasible.
+    """
+    n_lanes = problem.n_lanes
+    internal = [np.zeros(0) if starts is None else np.asarray(starts[c], dtype=float) for c in range(n_lanes)]
+    feasible = np.zeros(n_lanes, dtype=bool)
+    # 1) insertion
+    active = list(range(n_lanes))
+    rounds = 0
+    while active:
+        mx, _, per_sample = problem.score([internal[c] for c in active], np.array(active), samples=True)
+        assert per_sample is not None
+        still = []
+        for k, c in enumerate(active):
+            if mx[k] <= 1.0:
+                feasible[c] = True
+                continue
+            grown = _insert_knots(problem, internal[c], per_sample[k], snap)
+            if grown is not None:
+                internal[c] = grown
+                still.append(c)
+        active = still
+        rounds += 1
+        yield min(0.3, 0.02 * rounds)
+    # 2) + 3) removal, rescued by CMA-ES
+    start_total = max(1, sum(internal[c].size for c in range(n_lanes)))
+    removing = [c for c in range(n_lanes) if feasible[c] and internal[c].size > 0]
+    failures = np.zeros(n_lanes, dtype=int)
+    # a deterministic budget of CMA-ES runs per lane: ~100 lane-runs in all (one curve of a
+    # 96-curve clip gets one; a shared latent knot vector gets eight)
+    if max_rescues is None:
+        max_rescues = int(np.clip(100 // n_lanes, 1, 8))
+    rescues = np.zeros(n_lanes, dtype=int)
+    widen: set[int] = set()
+    shortlist_size = 8
+    while removing:
+        # full fits for the most promising removals only: knots whose derivative jump (times
+        # the local span length to that power) is smallest, as the knot-removal criterion says
+        shortlist = _removal_shortlists(
+            problem, internal, removing, [internal[c].size if c in widen else shortlist_size for c in removing]
         )
-        if found_max <= 1.0:
-            internal = np.asarray(found)
-        else:
-            cma_failures += 1
-    return internal, True
+        widen = set()
+        cands = [np.delete(internal[c], i) for c in removing for i in shortlist[c]]
+        owners = np.concatenate([np.full(len(shortlist[c]), c) for c in removing])
+        mx, rms, _ = problem.score(cands, owners)
+        chosen: dict[int, list[int]] = {}
+        rescue: list[tuple[int, np.ndarray, int]] = []  # lane, knots without one, where it was
+        offset = 0
+        for c in removing:
+            idx = np.asarray(shortlist[c])
+            n_c = idx.size
+            m_c, r_c = mx[offset : offset + n_c], rms[offset : offset + n_c]
+            removable = np.flatnonzero(m_c <= 1.0)
+            if removable.size:
+                picks: list[int] = []
+                for i in idx[removable[np.argsort(m_c[removable] + 0.1 * r_c[removable])]]:
+                    if all(abs(int(i) - j) > problem.degree + 1 for j in picks):
+                        picks.append(int(i))
+                chosen[c] = picks
+            elif n_c < internal[c].size:
+                chosen[c] = []  # nothing on the shortlist: widen it next round
+                widen.add(c)
+            elif snap is None and failures[c] < 1 and rescues[c] < max_rescues and max_iterations > 0:
+                rescues[c] += 1
+                worst = int(np.argmin(m_c + 0.1 * r_c))
+                rescue.append((c, cands[offset + worst], int(idx[worst])))
+            offset += n_c
+        progressed = set(chosen)
+        # joint removals: try every lane's set at once, halve the sets that break tolerance
+        while any(len(p) > 1 for p in chosen.values()):
+            trying = [c for c, p in chosen.items() if len(p) > 1]
+            ok, _, _ = problem.score([np.delete(internal[c], chosen[c]) for c in trying], np.array(trying))
+            for c, good in zip(trying, ok <= 1.0, strict=True):
+                if good:
+                    internal[c] = np.delete(internal[c], chosen.pop(c))
+                else:
+                    chosen[c] = chosen[c][: len(chosen[c]) // 2]
+        for c, picks in chosen.items():  # single removals are known to be feasible
+            internal[c] = np.delete(internal[c], picks)
+        if rescue:
+            lanes = np.array([c for c, _, _ in rescue])
+            # CMA-ES moves the knots around the gap (3 each side) to close it
+            windows = [(max(0, gap - 3), min(init.size, gap + 3)) for _, init, gap in rescue]
+            results = yield from problem.cma_lanes(
+                [init for _, init, _ in rescue],
+                lanes,
+                "max",
+                population,
+                max_iterations,
+                [seed + 7919 * int(c) + internal[c].size for c in lanes],
+                target=1.0,
+                windows=windows,
+            )
+            for (c, _, _), (found, found_max, _) in zip(rescue, results, strict=True):
+                if found_max <= 1.0:
+                    internal[c] = np.asarray(found)
+                else:
+                    failures[c] += 1
+        done = sum(internal[c].size for c in range(n_lanes))
+        yield 0.3 + 0.7 * (1 - done / start_total)
+        removing = [
+            c
+            for c in removing
+            if internal[c].size > 0 and (c in progressed or any(c == r for r, _, _ in rescue)) and failures[c] < 1
+        ]
+    return internal, feasible
 
 
 def _final_fit(
-    problem: _Problem, internal: np.ndarray, frames0: float, span: float, snapped: bool = False
+    problem: _Problem, internal: np.ndarray, frames0: float, span: float, snapped: bool = False, lane: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Knots in frames and control points in scaled units, refitted on all channels."""
+    """Knots in frames and control points (K, M) in scaled units, refitted on all channels."""
     knots = problem.knot_vectors(internal[None])
-    ctrl_full, fit_full, _ = lsq_batch(knots, problem.tau, problem.target, problem.degree)
+    target = problem.target[lane]
+    ctrl_full, fit_full, _ = lsq_batch(knots, problem.tau, target, problem.degree)
     assert fit_full is not None
     ctrl = ctrl_full[0]
     if problem.basis is not None:
         # the latent fit can beat the full refit in max norm; keep whichever is tighter
         err_latent, ctrl_latent = problem.errors(internal[None])
-        if np.abs(err_latent).max() < np.abs(fit_full[0] - problem.target).max():
+        if np.abs(err_latent).max() < np.abs(fit_full[0] - target).max():
             ctrl = ctrl_latent[0] @ problem.basis
     knots_frames = frames0 + span * knots[0]
     if snapped:
@@ -449,7 +627,7 @@ def fit_latent_spline(
         gen2 = _solve_tolerance(
             problem, population=population, max_iterations=max_iterations or 60, seed=seed, snap=snap
         )
-        internal, _ = _drain(gen2)
+        internal = _drain(gen2)[0][0]
     if snap_to_frames and internal.size:
         internal = _snap(internal, _snap_grid(frames, tau))
     knots, ctrl = _final_fit(problem, internal, frames[0], span, snapped=snap_to_frames)
@@ -537,6 +715,7 @@ def _group_fit(
     tau: np.ndarray,
     tol: np.ndarray,
     *,
+    shared: bool,
     degree: int,
     multiplicity: int,
     internal_knots: int,
@@ -545,21 +724,43 @@ def _group_fit(
     seed: int,
     snap: np.ndarray | None,
 ) -> Generator[float, None, list[BezierCurve]]:
-    """Shared knots for a group of channels, every sample within its tolerance."""
+    """Keys for a group of channels, every sample within its tolerance.
+
+    shared: one knot vector for all channels (latent, through PCA); otherwise each channel its
+    own knots (lanes solved together).
+    """
     mean = values.mean(axis=0)
     target = (values - mean) / tol
-    problem = _Problem.build(tau, target, degree, multiplicity, 0.25 if values.shape[1] > 1 else None)
-    start: np.ndarray | None = None
+    if shared:
+        problem = _Problem.build(tau, target, degree, multiplicity, 0.25 if values.shape[1] > 1 else None)
+    else:
+        problem = _Problem.lanes(tau, target, degree, multiplicity)
+    starts: list[np.ndarray] | None = None
     if internal_knots > 0:
         # the user's knot count seeds the search (placed by CMA-ES), the tolerance decides the rest
         uniform = np.linspace(0.0, 1.0, internal_knots + 2)[1:-1]
-        gen = problem.cma(internal_knots, uniform, "max", population, max(max_iterations, 1), seed, target=1.0)
-        start = (yield from gen)[0]
+        found = yield from problem.cma_lanes(
+            [uniform] * problem.n_lanes,
+            np.arange(problem.n_lanes),
+            "max",
+            population,
+            max(max_iterations, 1),
+            [seed + c for c in range(problem.n_lanes)],
+            target=1.0,
+        )
+        starts = [f[0] for f in found]
     internal, _ = yield from _solve_tolerance(
-        problem, population=population, max_iterations=max_iterations, seed=seed, snap=snap, start=start
+        problem, population=population, max_iterations=max_iterations, seed=seed, snap=snap, starts=starts
     )
-    knots, ctrl = _final_fit(problem, internal, frames[0], frames[-1] - frames[0], snapped=snap is not None)
-    curves = spline_to_bezier(knots, ctrl * tol + mean, degree)
+    span = frames[-1] - frames[0]
+    if shared:
+        knots, ctrl = _final_fit(problem, internal[0], frames[0], span, snapped=snap is not None)
+        curves = spline_to_bezier(knots, ctrl * tol + mean, degree)
+    else:
+        curves = []
+        for c in range(problem.n_lanes):
+            knots, ctrl = _final_fit(problem, internal[c], frames[0], span, snapped=snap is not None, lane=c)
+            curves += spline_to_bezier(knots, ctrl * tol[c] + mean[c], degree)
     # The guarantee: a channel the spline cannot bring within tolerance (noise finer than the
     # closest knot spacing) keeps a key on every sample, which reproduces it exactly.
     for j, curve in enumerate(curves):
@@ -623,14 +824,14 @@ def iter_fit_channels(
         curves: list[BezierCurve] = [
             constant_curve(frames[0], 0.5 * (values[:, j].max() + values[:, j].min())) for j in range(m)
         ]
-        groups = [moving] if md == "LATENT" else [np.array([j]) for j in moving]
-        groups = [g for g in groups if g.size]
+        groups = [moving] if moving.size else []
         for gi, cols in enumerate(groups):
             sub = _group_fit(
                 values[:, cols],
                 frames,
                 tau,
                 tol[cols],
+                shared=md == "LATENT",
                 degree=degree,
                 multiplicity=mult,
                 internal_knots=internal_knots,

@@ -98,3 +98,19 @@ def test_find_spans_matches_searchsorted():
     for s in range(7):
         ref = np.clip(np.searchsorted(knots[s], x, side="right") - 1, 3, knots.shape[1] - 5)
         np.testing.assert_array_equal(spans[s], ref)
+
+
+def test_padded_rows_with_own_data_match_separate_fits():
+    rng = np.random.default_rng(8)
+    x = np.linspace(0, 1, 90)
+    internals = [np.sort(rng.uniform(0.05, 0.95, n)) for n in (0, 3, 7, 12)]
+    data = rng.normal(size=(4, 90, 1))
+    knots, n_ctrl = bs.pad_knot_vectors(internals, 3)
+    ctrl, fit, sse = bs.lsq_batch(knots, x, data, 3, n_ctrl=n_ctrl, ridge=1e-12)
+    for row, internal in enumerate(internals):
+        mat = bs.design_matrix(bs.clamped_knots(internal, 0, 1, 3), x, 3)
+        ref = np.linalg.lstsq(mat, data[row], rcond=None)[0]
+        np.testing.assert_allclose(ctrl[row, : n_ctrl[row]], ref, atol=1e-6)
+        np.testing.assert_allclose(ctrl[row, n_ctrl[row] :], 0.0, atol=1e-9)
+        np.testing.assert_allclose(fit[row], mat @ ref, atol=1e-6)
+        assert sse[row] == pytest.approx(((mat @ ref - data[row]) ** 2).sum(), rel=1e-6)
