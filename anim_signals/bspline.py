@@ -90,8 +90,8 @@ def basis_batch(
         saved = np.zeros((s_count, n))
         for r in range(j):
             denom = right[r + 1] + left[j - r]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                temp = np.where(denom != 0.0, vals[..., r] / denom, 0.0)
+            denom[denom == 0.0] = np.inf  # only in empty spans, whose terms vanish
+            temp = vals[..., r] / denom
             vals[..., r] = saved + right[r + 1] * temp
             saved = left[j - r] * temp
         vals[..., j] = saved
@@ -126,15 +126,26 @@ def _normal_equations(
     """Banded B^T B (S, K, D+1) [band[i, d] = (B^T B)[i, i+d]], B^T X (S, K, L), and B."""
     s_count, n, width = vals.shape
     base = (np.arange(s_count) * n_ctrl)[:, None]
-    band = np.zeros(s_count * n_ctrl * width)
-    for r1 in range(width):
-        rows = (base + spans - degree + r1).ravel()
-        for r2 in range(r1, width):
-            band += np.bincount(
-                rows * width + (r2 - r1),
-                weights=(vals[..., r1] * vals[..., r2]).ravel(),
-                minlength=band.size,
-            )
+    band = np.zeros((s_count * n_ctrl, width))
+    # Samples are sorted, so each (candidate, span) owns a contiguous run of samples: sum the
+    # basis products per run (reduceat), then every run adds to distinct rows of the band.
+    flat_spans = (base + spans).ravel()
+    starts = np.flatnonzero(np.concatenate([[True], flat_spans[1:] != flat_spans[:-1]]))
+    if starts.size * 4 > flat_spans.size:  # unsorted or very sparse samples: plain bincount
+        for r1 in range(width):
+            rows = flat_spans - degree + r1
+            for r2 in range(r1, width):
+                band[:, r2 - r1] += np.bincount(
+                    rows, weights=(vals[..., r1] * vals[..., r2]).ravel(), minlength=band.shape[0]
+                )
+    else:
+        flat_vals = vals.reshape(-1, width)
+        run_spans = flat_spans[starts]
+        for r1 in range(width):
+            rows = run_spans - degree + r1
+            for r2 in range(r1, width):
+                band[rows, r2 - r1] += np.add.reduceat(flat_vals[:, r1] * flat_vals[:, r2], starts)
+    band = band.ravel()
     mat = _stacked_basis(spans, vals, n_ctrl, degree)
     # B^T X for every candidate: (S*N, S*K)^T @ stacked X (shared X is tiled)
     stacked = data.reshape(s_count * n, -1) if data.ndim == 3 else np.tile(data, (s_count, 1))
@@ -209,6 +220,10 @@ def pad_knot_vectors(internal: Sequence[np.ndarray], degree: int, multiplicity: 
     control points solve to 0 and the real part is exactly the unpadded fit. Returns the
     knots and each row's real control-point count.
     """
+    sizes_in = {np.shape(k)[-1] for k in internal}
+    if len(sizes_in) == 1:  # common case (one CMA-ES population): no padding, no Python loop
+        stacked = np.repeat(np.asarray(internal, dtype=float).reshape(len(internal), -1), multiplicity, axis=1)
+        return clamped_knots(stacked, 0.0, 1.0, degree), np.full(len(internal), stacked.shape[1] + degree + 1)
     full = [np.repeat(np.asarray(k, dtype=float), multiplicity) for k in internal]
     sizes = np.array([f.size for f in full])
     longest = int(sizes.max()) if sizes.size else 0
