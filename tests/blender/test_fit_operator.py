@@ -7,6 +7,7 @@ import math
 
 import bpy
 import numpy as np
+import pytest
 from _bl_helpers import (
     IS_SLOTTED,
     evaluate,
@@ -17,6 +18,7 @@ from _bl_helpers import (
     make_object,
     make_shape_keys,
     run_fit,
+    set_dense_keys,
     snapshot_action,
 )
 
@@ -297,3 +299,44 @@ def test_ten_thousand_frames_finish_within_tolerance(scene, ext):
         if fc.array_index < 2:
             got = evaluate(fc, frames[::7])
             assert np.abs(got - expected[key][::7]).max() <= 0.01 + SLACK
+
+
+@pytest.mark.skipif(not IS_SLOTTED, reason="slotted actions exist from Blender 4.4")
+@pytest.mark.parametrize("keep_original", [True, False])
+def test_one_action_shared_by_object_and_shape_keys_through_slots(scene, ext, keep_original):
+    ob, frames, sk_expected = make_shape_keys(n_frames=60, seed=12)
+    keyed(ob, "location", frames, 0.4 * np.column_stack([np.sin(frames / 6.0), np.cos(frames / 9.0), frames / 60.0]))
+    ob_expected = {(fc.data_path, fc.array_index): key_array(fc)[:, 1] for fc in fcurves_of(ob)}
+    action = ob.animation_data.action
+    keys = ob.data.shape_keys
+    old = keys.animation_data.action
+    if old == action:  # Blender 5.0 keys an object and its data into one action already
+        key_slot = keys.animation_data.action_slot
+    else:  # 4.4/4.5: move the shape-key curves into a second slot of the object's action
+        key_slot = action.slots.new(id_type="KEY", name="FaceKeys")
+        cb = action.layers[0].strips[0].channelbag(key_slot, ensure=True)
+        for (path, idx), vals in sk_expected.items():
+            set_dense_keys(cb.fcurves.new(path, index=idx), frames, vals)
+        keys.animation_data.action = action
+        keys.animation_data.action_slot = key_slot
+        bpy.data.actions.remove(old)
+    assert len(action.slots) == 2
+    before = snapshot_action(action)
+    n_actions = len(bpy.data.actions)
+
+    assert run_fit(mode="LATENT", keep_original=keep_original) == {"FINISHED"}
+
+    fitted = ob.animation_data.action
+    assert keys.animation_data.action == fitted  # still one action for both
+    assert keys.animation_data.action_slot.identifier == key_slot.identifier
+    assert ob.animation_data.action_slot.identifier != key_slot.identifier
+    if keep_original:
+        assert fitted != action and len(bpy.data.actions) == n_actions + 1
+        after = snapshot_action(action)
+        for k, arr in before.items():
+            np.testing.assert_array_equal(arr, after[k])
+    else:
+        assert fitted == action and len(bpy.data.actions) == n_actions
+    _assert_within(ob, frames, ob_expected)
+    _assert_within(keys, frames, sk_expected)
+    assert _n_keys(fcurves_of(keys)) < len(sk_expected) * len(frames) / 2

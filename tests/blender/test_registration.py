@@ -53,3 +53,75 @@ def test_disable_and_enable_again(scene):
         assert addon_utils.enable(EXT_MODULE, default_set=True) is not None
     make_object(n_frames=30)
     assert run_fit(mode="LATENT") == {"FINISHED"}
+
+
+class _FakeLayout:
+    """Records what a panel draws; checks every drawn property and operator argument exists."""
+
+    def __init__(self, calls: list):
+        self.calls = calls
+        self.use_property_split = False
+        self.use_property_decorate = False
+        self.scale_y = 1.0
+        self.enabled = True
+
+    def _child(self, *args, **kwargs):
+        return _FakeLayout(self.calls)
+
+    column = row = box = split = _child
+
+    def panel(self, idname, default_closed=False):
+        return _FakeLayout(self.calls), _FakeLayout(self.calls)
+
+    def label(self, text="", icon="NONE"):
+        self.calls.append(("label", text))
+
+    def separator(self):
+        pass
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r}"
+        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
+        self.calls.append(("prop", name))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+        calls = self.calls
+        calls.append(("operator", idname))
+
+        class _Props:
+            def __setattr__(self, key, value):
+                assert key in rna.properties, f"operator has no property {key!r}"
+                calls.append(("set", key, value))
+
+        return _Props()
+
+
+def test_panel_draws_settings_and_last_fit(scene):
+    panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
+    calls: list = []
+
+    class _Self:
+        layout = _FakeLayout(calls)
+        _draw_result = staticmethod(panel_cls._draw_result)
+
+    class _Ctx:
+        pass
+
+    ctx = _Ctx()
+    ctx.scene = scene
+    panel_cls.draw(_Self(), ctx)
+    assert ("operator", "anim_signals.fit_latent_spline") in calls
+    set_names = {c[1] for c in calls if c[0] == "set"}
+    assert {"max_error_rotation", "max_error_location", "mode", "keep_original"} <= set_names
+    assert not any(c[0] == "label" and "Keys:" in c[1] for c in calls)  # no fit yet
+
+    make_object(n_frames=30)
+    assert run_fit(mode="LATENT") == {"FINISHED"}
+    calls.clear()
+    panel_cls.draw(_Self(), ctx)
+    labels = [c[1] for c in calls if c[0] == "label"]
+    r = scene.anim_signals.last_fit
+    assert any(f"Keys: {r.keys_before} \u2192 {r.keys_after}" in t for t in labels), labels
+    assert any(t.startswith("Rotation:") for t in labels)
