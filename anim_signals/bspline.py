@@ -371,23 +371,27 @@ class BezierCurve:
         x0, x1 = xs[seg], xs[seg + 1]
         p0, p3 = self.co[seg], self.co[seg + 1]
         p1, p2 = self.handle_right[seg], self.handle_left[seg + 1]
-        # Handles sit at 1/3 and 2/3 of the segment, so x(t) is linear: t = (f - x0) / h.
+        # Handles at 1/3 and 2/3 of the segment make x(t) linear: t = (f - x0) / h. Otherwise
+        # x(t) = frame is solved by bisection (x(t) is monotone while handles stay inside the
+        # segment, which Blender enforces by rescaling them).
         t = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)
-        # Generic case (handles elsewhere): a few Newton steps on x(t) = frame.
-        thirds = np.allclose(p1[:, 0] - p0[:, 0], (x1 - x0) / 3) and np.allclose(p3[:, 0] - p2[:, 0], (x1 - x0) / 3)
-        for _ in range(0 if thirds else 8):
-            xt = (
-                (1 - t) ** 3 * p0[:, 0]
-                + 3 * (1 - t) ** 2 * t * p1[:, 0]
-                + 3 * (1 - t) * t**2 * p2[:, 0]
-                + t**3 * p3[:, 0]
-            )
-            dx = (
-                3 * (1 - t) ** 2 * (p1[:, 0] - p0[:, 0])
-                + 6 * (1 - t) * t * (p2[:, 0] - p1[:, 0])
-                + 3 * t**2 * (p3[:, 0] - p2[:, 0])
-            )
-            t = np.clip(t - (xt - frames) / np.where(np.abs(dx) > 1e-12, dx, 1e-12), 0.0, 1.0)
+        h = x1 - x0
+        thirds = np.isclose(p1[:, 0] - p0[:, 0], h / 3) & np.isclose(p3[:, 0] - p2[:, 0], h / 3)
+        if not thirds.all():
+            # Blender scales both handles down when their x-extents overlap (correct_bezpart)
+            len1, len2 = np.abs(p1[:, 0] - p0[:, 0]), np.abs(p3[:, 0] - p2[:, 0])
+            fac = np.where(len1 + len2 > h, h / np.maximum(len1 + len2, 1e-300), 1.0)[:, None]
+            p1 = p0 + (p1 - p0) * fac
+            p2 = p3 + (p2 - p3) * fac
+            q1, q2 = p1[:, 0], p2[:, 0]
+            lo, hi = np.zeros_like(t), np.ones_like(t)
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                u = 1 - mid
+                xt = u**3 * p0[:, 0] + 3 * u * u * mid * q1 + 3 * u * mid * mid * q2 + mid**3 * p3[:, 0]
+                below = xt < frames
+                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+            t = np.where(thirds, t, 0.5 * (lo + hi))
         y = (
             (1 - t) ** 3 * p0[:, 1]
             + 3 * (1 - t) ** 2 * t * p1[:, 1]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import cma
 import numpy as np
 
+from .bezier import prune_keys
 from .bspline import (
     BezierCurve,
     clamped_knots,
@@ -796,6 +797,7 @@ def iter_fit_channels(
     seed: int = 0,
     snap_to_frames: bool = False,
     continuity: str = "C1",
+    free_handles: bool = False,
 ) -> Generator[float, None, ChannelsFit]:
     """Generator form of fit_channels: yields progress in [0, 1], returns the ChannelsFit.
 
@@ -855,6 +857,14 @@ def iter_fit_channels(
             best = (count, md, curves)
     assert best is not None
     _, mode_used, curves = best
+    if free_handles:
+        # Blender keys can do more than a spline's: free handle lengths often let a segment
+        # span two (bezier.prune_keys); the tolerance still holds at every sample
+        curves = [
+            prune_keys(curve, frames, values[:, j], tol[j]) if curve.n_keys > 2 else curve
+            for j, curve in enumerate(curves)
+        ]
+        yield 0.99
     approx = np.column_stack([c.evaluate(frames) for c in curves])
     err = approx - values
     max_abs = np.abs(err).max(axis=0)
@@ -883,6 +893,7 @@ def fit_channels(
     seed: int = 0,
     snap_to_frames: bool = False,
     continuity: str = "C1",
+    free_handles: bool = False,
     progress: Progress | None = None,
 ) -> ChannelsFit:
     """Fit exact Bezier keys to every channel so each original sample stays within tolerance.
@@ -890,6 +901,9 @@ def fit_channels(
     continuity: 'C1' (default) doubles every knot so each key carries its own slope with
         ALIGNED handles, like a hand-set Bezier key: measured ~35% fewer keys than 'C2'
         (simple knots, curvature-continuous) at the same tolerance; 'AUTO' tries both.
+    free_handles: after the spline fit, remove every key that one Blender segment with
+        re-chosen handle lengths can replace within tolerance (the result is no longer a
+        B-spline, but still exact Bezier keys that Blender evaluates as we do).
     progress(fraction) returning False cancels with FitCancelled.
     """
     gen = iter_fit_channels(
@@ -904,6 +918,7 @@ def fit_channels(
         seed=seed,
         snap_to_frames=snap_to_frames,
         continuity=continuity,
+        free_handles=free_handles,
     )
     while True:
         try:

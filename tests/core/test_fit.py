@@ -166,3 +166,37 @@ def test_model_is_frozen_and_serialisable():
         model.rms = 0.0  # type: ignore[misc]
     clone = A.SplineModel(model.knots.copy(), model.control_points.copy(), model.degree, model.rms, model.max_error)
     np.testing.assert_array_equal(clone.evaluate(X101 * 100), model.evaluate(X101 * 100))
+
+
+def test_free_handle_pruning_keeps_tolerance_and_removes_keys():
+    y = np.column_stack([TEST_FUNCTIONS["smooth_peak"], TEST_FUNCTIONS["cliff"]])
+    frames = np.arange(101.0)
+    tol = 0.01 * np.ptp(y, axis=0)
+    plain = A.fit_channels(y, frames, tol, mode="PER_CHANNEL")
+    pruned = A.fit_channels(y, frames, tol, mode="PER_CHANNEL", free_handles=True)
+    assert pruned.within_tolerance
+    assert np.all(np.abs(pruned.evaluate(frames) - y) <= tol)
+    assert pruned.n_keys < plain.n_keys
+    for curve in pruned.curves:  # handles never overlap, so Blender never rescales them
+        h = np.diff(curve.co[:, 0])
+        assert np.all((curve.handle_right[:-1, 0] - curve.co[:-1, 0]) + (curve.co[1:, 0] - curve.handle_left[1:, 0]) <= h + 1e-9)
+
+
+def test_bezier_evaluation_of_free_handles_matches_parametric_curve():
+    from anim_signals.bezier import segment_values
+
+    t = np.linspace(0, 1, 7)
+    x0, x1, y0, y1, s0, s1, a, b = 2.0, 10.0, 1.0, -3.0, 0.5, -1.0, 1.0, 5.0
+    px = np.array([x0, x0 + a, x1 - b, x1])
+    py = np.array([y0, y0 + a * s0, y1 - b * s1, y1])
+    basis = np.column_stack([(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t**2, t**3])
+    xs, ys = basis @ px, basis @ py
+    got = segment_values(x0, y0, x1, y1, s0, s1, np.array([a]), np.array([b]), xs)[0]
+    np.testing.assert_allclose(got, ys, atol=1e-6)
+    curve = A.BezierCurve(
+        np.array([[x0, y0], [x1, y1]]),
+        np.array([[x0 - 1, y0 - s0], [x1 - b, y1 - b * s1]]),
+        np.array([[x0 + a, y0 + a * s0], [x1 + 1, y1 + s1]]),
+        np.array(["ALIGNED", "ALIGNED"]),
+    )
+    np.testing.assert_allclose(curve.evaluate(xs), ys, atol=1e-6)

@@ -1,0 +1,138 @@
+"""Blender-native Bezier keys: segments with free handle lengths.
+
+A cubic B-spline written as Bezier keys puts every handle at a third of its segment: one key
+carries a value and a slope. A Blender key can do more: the two handle lengths of a segment
+are free, which lets one segment ease in and out over a long stretch. `prune_keys` uses that
+freedom after the spline fit: it removes a key whenever one segment with re-chosen handle
+lengths (the slopes of the neighbouring keys kept, so the curve stays smooth) still keeps every
+original sample within tolerance.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bspline import BezierCurve
+
+__all__ = ["prune_keys", "segment_values"]
+
+# Handle lengths tried, as fractions of the segment: a + b <= 1 so Blender never rescales them.
+_STEPS = np.arange(1, 12) / 12.0
+_ALPHA, _BETA = np.meshgrid(_STEPS, _STEPS, indexing="ij")
+_PAIRS = (_ALPHA + _BETA) <= 1.0 + 1e-12
+GRID_A = _ALPHA[_PAIRS]
+GRID_B = _BETA[_PAIRS]
+
+
+def segment_values(
+    x0: float,
+    y0: float,
+    x1: float,
+    y1: float,
+    slope0: float,
+    slope1: float,
+    a: np.ndarray,
+    b: np.ndarray,
+    frames: np.ndarray,
+) -> np.ndarray:
+    """Values (len(a), len(frames)) of the segment for each handle-length pair (a, b) in frames.
+
+    Handles: (x0 + a, y0 + a*slope0) and (x1 - b, y1 - b*slope1). x(t) is monotone for
+    a, b >= 0, a + b <= x1 - x0, so x(t) = frame is solved by bisection like Blender's root
+    finder would (to ~1e-7 of the segment).
+    """
+    a = np.asarray(a, dtype=float)[:, None]
+    b = np.asarray(b, dtype=float)[:, None]
+    f = np.asarray(frames, dtype=float)[None, :]
+    px = (x0, x0 + a, x1 - b, x1)
+    lo = np.zeros(np.broadcast_shapes(a.shape, f.shape))
+    hi = np.ones_like(lo)
+    for _ in range(26):
+        t = 0.5 * (lo + hi)
+        u = 1 - t
+        xt = u**3 * px[0] + 3 * u * u * t * px[1] + 3 * u * t * t * px[2] + t**3 * px[3]
+        below = xt < f
+        lo = np.where(below, t, lo)
+        hi = np.where(below, hi, t)
+    t = 0.5 * (lo + hi)
+    u = 1 - t
+    p1 = y0 + a * slope0
+    p2 = y1 - b * slope1
+    return u**3 * y0 + 3 * u * u * t * p1 + 3 * u * t * t * p2 + t**3 * y1
+
+
+def _best_merge(
+    curve_co: np.ndarray,
+    slope: np.ndarray,
+    j: int,
+    frames: np.ndarray,
+    values: np.ndarray,
+    tol: float,
+) -> tuple[float, float, float]:
+    """Worst error / tol over the samples of keys j-1..j+1 if key j goes, and the handles."""
+    x0, y0 = curve_co[j - 1]
+    x1, y1 = curve_co[j + 1]
+    inside = (frames > x0) & (frames < x1)
+    h = x1 - x0
+    if not inside.any():
+        return 0.0, h / 3, h / 3
+    vals = segment_values(x0, y0, x1, y1, slope[j - 1], slope[j + 1], GRID_A * h, GRID_B * h, frames[inside])
+    worst = np.abs(vals - values[inside][None, :]).max(axis=1) / tol
+    i = int(np.argmin(worst))
+    return float(worst[i]), float(GRID_A[i] * h), float(GRID_B[i] * h)
+
+
+def _slopes(curve: BezierCurve) -> np.ndarray:
+    """Each key's slope, from whichever handle has x-extent."""
+    dx_r = curve.handle_right[:, 0] - curve.co[:, 0]
+    dx_l = curve.co[:, 0] - curve.handle_left[:, 0]
+    right = np.divide(curve.handle_right[:, 1] - curve.co[:, 1], dx_r, out=np.zeros(len(dx_r)), where=dx_r > 0)
+    left = np.divide(curve.co[:, 1] - curve.handle_left[:, 1], dx_l, out=np.zeros(len(dx_l)), where=dx_l > 0)
+    return np.where(dx_r > 0, right, left)
+
+
+def prune_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: float) -> BezierCurve:
+    """Remove keys while one free-handle segment keeps every sample within tol.
+
+    Only ALIGNED (smooth) keys are candidates and their neighbours keep their slopes, so the
+    curve stays C1 where it was. Greedy: always the removal with the smallest worst error.
+    """
+    n = curve.n_keys
+    if n <= 2:
+        return curve
+    frames = np.asarray(frames, dtype=float)
+    values = np.asarray(values, dtype=float)
+    co = curve.co.copy()
+    hl = curve.handle_left.copy()
+    hr = curve.handle_right.copy()
+    types = curve.handle_type.copy()
+    slope = _slopes(curve)
+    alive = list(range(n))
+    smooth = types == "ALIGNED"
+    # candidate score per key position in `alive`
+    cache: dict[tuple[int, int, int], tuple[float, float, float]] = {}
+
+    def score(pos: int) -> tuple[float, float, float]:
+        left, key, right = alive[pos - 1], alive[pos], alive[pos + 1]
+        token = (left, key, right)
+        if token not in cache:
+            if not smooth[key]:
+                cache[token] = (np.inf, 0.0, 0.0)
+            else:
+                sub = np.array([co[left], co[key], co[right]])
+                cache[token] = _best_merge(sub, slope[[left, key, right]], 1, frames, values, tol)
+        return cache[token]
+
+    while len(alive) > 2:
+        scores = [score(p) for p in range(1, len(alive) - 1)]
+        best = int(np.argmin([s[0] for s in scores]))
+        worst, a, b = scores[best]
+        if worst > 1.0:
+            break
+        pos = best + 1
+        left, right = alive[pos - 1], alive[pos + 1]
+        hr[left] = co[left] + [a, a * slope[left]]
+        hl[right] = co[right] - [b, b * slope[right]]
+        del alive[pos]
+    keep = np.array(alive)
+    return BezierCurve(co[keep], hl[keep], hr[keep], types[keep])
