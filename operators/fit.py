@@ -48,6 +48,7 @@ class FitJob:
 @dataclass
 class FitPlan:
     jobs: list[FitJob]
+    object_name: str = ""
     warnings: list[str] = field(default_factory=list)
     kept: int = 0  # curves left as they are (too few keys)
 
@@ -110,7 +111,7 @@ def plan_fit(
         if target == "SHAPE_KEYS":
             raise FitInputError(f'"{ob.name}" has no shape keys')
         raise FitInputError(f'"{ob.name}" has no animation data (no action to fit)')
-    plan = FitPlan(jobs=[])
+    plan = FitPlan(jobs=[], object_name=ob.name)
     selected_only = channels == "SELECTED"
     n_locked = n_modifiers = n_curves = 0
     for id_data in ids:
@@ -505,6 +506,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
         default=True,
     )
 
+    STEP_SECONDS = 0.08  # optimiser work per timer event, so the UI stays responsive to ESC
     _timer = None
     _gen = None
     _plan = None
@@ -556,7 +558,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
     def _finish(self, context, plan: FitPlan) -> set[str]:
         summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
         summary.seconds = time.perf_counter() - self._t0
-        store_summary(context.scene, summary, context.active_object.name)
+        store_summary(context.scene, summary, plan.object_name)
         msg = summary.message()
         if plan.kept:
             msg += f"; {plan.kept} curve(s) with fewer than {self.degree + 1} keys left as they are"
@@ -593,8 +595,8 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
             for name in FIT_SETTINGS:
                 if not self.properties.is_property_set(name) and hasattr(settings, name):
                     setattr(self, name, getattr(settings, name))
-        if context.window is None:
-            return self.execute(context)
+        if context.window is None or bpy.app.background:
+            return self.execute(context)  # no event loop: a modal operator would never finish
         self._t0 = time.perf_counter()
         plan = self._plan_or_report(context)
         if plan is None:
@@ -629,11 +631,13 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
         if event.type != "TIMER":
             return {"RUNNING_MODAL"}  # block other input while the fit runs (ESC cancels)
         assert self._gen is not None and self._plan is not None
-        deadline = time.perf_counter() + 0.08
+        deadline = time.perf_counter() + self.STEP_SECONDS
         try:
-            while time.perf_counter() < deadline:
+            while True:  # at least one step per timer event, then until the time slice is used
                 frac = next(self._gen)
                 context.window_manager.progress_update(int(100 * frac))
+                if time.perf_counter() >= deadline:
+                    break
         except StopIteration:
             plan = self._plan
             self._gen = None

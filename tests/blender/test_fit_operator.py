@@ -340,3 +340,15 @@ def test_one_action_shared_by_object_and_shape_keys_through_slots(scene, ext, ke
     _assert_within(ob, frames, ob_expected)
     _assert_within(keys, frames, sk_expected)
     assert _n_keys(fcurves_of(keys)) < len(sk_expected) * len(frames) / 2
+
+
+def test_constant_curve_in_a_moving_clip_becomes_one_key(scene, ext):
+    ob, frames, expected = make_object(n_frames=50, seed=13)
+    flat = next(fc for fc in fcurves_of(ob) if fc.data_path == "scale" and fc.array_index == 2)
+    set_dense_keys(flat, frames, np.full(frames.size, 1.25))
+    expected[("scale", 2)] = np.full(frames.size, 1.25)
+    assert run_fit(mode="PER_CHANNEL", keep_original=False) == {"FINISHED"}
+    flat = next(fc for fc in fcurves_of(ob) if fc.data_path == "scale" and fc.array_index == 2)
+    assert len(flat.keyframe_points) == 1
+    np.testing.assert_allclose(evaluate(flat, frames), 1.25, atol=1e-6)
+    _assert_within(ob, frames, expected)
