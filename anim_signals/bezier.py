@@ -14,7 +14,7 @@ import numpy as np
 
 from .bspline import BezierCurve
 
-__all__ = ["prune_keys", "segment_values"]
+__all__ = ["hermite_keys", "prune_keys", "repair_keys", "segment_values"]
 
 # Handle lengths tried, as fractions of the segment: a + b <= 1 so Blender never rescales them.
 _STEPS = np.arange(1, 12) / 12.0
@@ -136,3 +136,64 @@ def prune_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: 
         del alive[pos]
     keep = np.array(alive)
     return BezierCurve(co[keep], hl[keep], hr[keep], types[keep])
+
+
+def hermite_keys(frames: np.ndarray, values: np.ndarray, slopes: np.ndarray) -> BezierCurve:
+    """Keys with given values and slopes, handles at a third of each neighbouring segment."""
+    frames = np.asarray(frames, dtype=float)
+    values = np.asarray(values, dtype=float)
+    slopes = np.asarray(slopes, dtype=float)
+    h = np.diff(frames)
+    h_left = np.concatenate([h[:1], h]) if h.size else np.ones(1)
+    h_right = np.concatenate([h, h[-1:]]) if h.size else np.ones(1)
+    co = np.column_stack([frames, values])
+    hl = np.column_stack([frames - h_left / 3, values - h_left / 3 * slopes])
+    hr = np.column_stack([frames + h_right / 3, values + h_right / 3 * slopes])
+    return BezierCurve(co, hl, hr, np.full(frames.size, "ALIGNED"))
+
+
+def _hermite_slopes_at(curve: BezierCurve, x: np.ndarray) -> np.ndarray:
+    """dy/dx of a thirds-handle curve at x (the derivative of the cubic Bezier in t over h)."""
+    xs = curve.co[:, 0]
+    seg = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, xs.size - 2)
+    x0, x1 = xs[seg], xs[seg + 1]
+    h = x1 - x0
+    t = (x - x0) / h
+    p0, p1 = curve.co[seg, 1], curve.handle_right[seg, 1]
+    p2, p3 = curve.handle_left[seg + 1, 1], curve.co[seg + 1, 1]
+    dy_dt = 3 * (1 - t) ** 2 * (p1 - p0) + 6 * (1 - t) * t * (p2 - p1) + 3 * t**2 * (p3 - p2)
+    return dy_dt / h
+
+
+def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: float) -> BezierCurve:
+    """Add keys on the samples that break the tolerance, until none does.
+
+    A new key takes the sample's value and the curve's slope there, so only its two
+    neighbouring segments change; the worst case is a key on every sample (exact). Needs
+    thirds handles (a spline's keys); smooth keys keep their slopes.
+    """
+    frames = np.asarray(frames, dtype=float)
+    values = np.asarray(values, dtype=float)
+    for _ in range(frames.size):
+        bad = np.abs(curve.evaluate(frames) - values) > tol
+        if not bad.any() or curve.n_keys < 2:
+            return curve
+        xs = curve.co[:, 0]
+        on_key = np.isin(frames, xs)
+        new_x = frames[bad & ~on_key]
+        if new_x.size == 0:  # only keys are off: put those back on their samples
+            co_vals = curve.co[:, 1].copy()
+            fix = np.isin(xs, frames[bad & on_key])
+            co_vals[fix] = np.interp(xs[fix], frames, values)
+            curve = hermite_keys(xs, co_vals, _slopes(curve))
+            continue
+        slopes_new = _hermite_slopes_at(curve, new_x)
+        new_v = np.interp(new_x, frames, values)
+        all_x = np.concatenate([xs, new_x])
+        order = np.argsort(all_x)
+        curve = hermite_keys(
+            all_x[order],
+            np.concatenate([curve.co[:, 1], new_v])[order],
+            np.concatenate([_slopes(curve), slopes_new])[order],
+        )
+    return curve

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import cma
 import numpy as np
 
-from .bezier import prune_keys
+from .bezier import prune_keys, repair_keys
 from .bspline import (
     BezierCurve,
     clamped_knots,
@@ -128,13 +128,13 @@ class _Problem:
     ) -> _Problem:
         """One lane over all columns of target (N, M), through PCA."""
         latent, basis = _pca(target, pca_tolerance)
-        return cls(tau, target[None], degree, multiplicity, _min_gap(tau), latent[None], basis)
+        return cls(tau, target[None], degree, multiplicity, _min_gap(tau, multiplicity), latent[None], basis)
 
     @classmethod
     def lanes(cls, tau: np.ndarray, columns: np.ndarray, degree: int, multiplicity: int) -> _Problem:
         """One lane per column of columns (N, C)."""
         target = columns.T[:, :, None].copy()
-        return cls(tau, target, degree, multiplicity, _min_gap(tau), target, None)
+        return cls(tau, target, degree, multiplicity, _min_gap(tau, multiplicity), target, None)
 
     @property
     def n_lanes(self) -> int:
@@ -301,9 +301,11 @@ class _Problem:
         return results[0]
 
 
-def _min_gap(tau: np.ndarray) -> float:
-    """Closest distinct knots: about one sample apart, so every span holds a sample."""
-    return float(np.median(np.diff(tau))) * 0.999
+def _min_gap(tau: np.ndarray, multiplicity: int = 1) -> float:
+    """Closest distinct knots: every span holds a sample per degree of freedom its key adds
+    (one sample apart for C2 keys, two for C1 keys, which carry a value and a slope);
+    closer knots make the least-squares problem singular."""
+    return float(np.median(np.diff(tau))) * (multiplicity - 0.001)
 
 
 def _pca(target: np.ndarray, pca_tolerance: float | None) -> tuple[np.ndarray, np.ndarray | None]:
@@ -762,12 +764,9 @@ def _group_fit(
         for c in range(problem.n_lanes):
             knots, ctrl = _final_fit(problem, internal[c], frames[0], span, snapped=snap is not None, lane=c)
             curves += spline_to_bezier(knots, ctrl * tol[c] + mean[c], degree)
-    # The guarantee: a channel the spline cannot bring within tolerance (noise finer than the
-    # closest knot spacing) keeps a key on every sample, which reproduces it exactly.
-    for j, curve in enumerate(curves):
-        if np.abs(curve.evaluate(frames) - values[:, j]).max() > tol[j]:
-            curves[j] = interpolating_curve(frames, values[:, j])
-    return curves
+    # The guarantee: where the spline cannot reach a sample (noise finer than the closest knot
+    # spacing, a corner), keys go on the offending samples themselves, which is exact there.
+    return [repair_keys(curve, frames, values[:, j], tol[j]) for j, curve in enumerate(curves)]
 
 
 def interpolating_curve(frames: np.ndarray, values: np.ndarray) -> BezierCurve:
