@@ -400,6 +400,7 @@ FIT_SETTINGS = (
     "max_iterations",
     "seed",
     "snap_to_frames",
+    "free_handles",
     "keep_original",
 )
 
@@ -500,6 +501,12 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
         description="Place every key on a whole frame (may need a few more keys)",
         default=False,
     )
+    free_handles: BoolProperty(  # type: ignore[valid-type]
+        name="Free Handle Lengths",
+        description="After the fit, drop every key that one segment with longer or shorter handles "
+        "can replace within the max errors (fewer keys, slower; handles no longer at thirds)",
+        default=False,
+    )
     keep_original: BoolProperty(  # type: ignore[valid-type]
         name="Keep Original",
         description='Leave the original action untouched and assign a fitted copy named "<action>.fit"',
@@ -552,6 +559,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
             "max_iterations": self.max_iterations or None,
             "seed": self.seed,
             "snap_to_frames": self.snap_to_frames,
+            "free_handles": self.free_handles,
             "continuity": self.continuity,
         }
 

@@ -36,6 +36,7 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
         col.prop(s, "max_error_location", text="Location")
         col.prop(s, "max_error_other", text="Other")
         layout.prop(s, "snap_to_frames")
+        layout.prop(s, "free_handles")
         layout.prop(s, "keep_original")
 
         header, body = layout.panel("anim_signals_fit_advanced", default_closed=True)
