@@ -18,6 +18,8 @@ All errors are measured on the original samples in the channel's own units.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 
@@ -243,6 +245,10 @@ class _Problem:
                 "maxiter": max_iterations,
                 "tolfun": 1e-12,
                 "tolx": 1e-9 * sigma0,
+                # no log files, and an absolute prefix: pycma's logger resolves it with
+                # abspath(), which fails when the working directory no longer exists
+                "verb_log": 0,
+                "verb_filenameprefix": os.path.join(tempfile.gettempdir(), "anim_signals_cma_"),
             }
             if population:
                 opts["popsize"] = int(population)

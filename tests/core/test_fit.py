@@ -200,3 +200,13 @@ def test_bezier_evaluation_of_free_handles_matches_parametric_curve():
         np.array(["ALIGNED", "ALIGNED"]),
     )
     np.testing.assert_allclose(curve.evaluate(xs), ys, atol=1e-6)
+
+
+def test_runs_when_the_working_directory_is_gone(tmp_path, monkeypatch):
+    """Blender may run scripts from a folder that has since been removed; pycma must not care."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    model = A.fit_latent_spline(TEST_FUNCTIONS["cliff"], internal_knots=4, population=16, max_iterations=5)
+    assert model.internal_knots.size == 4
