@@ -75,27 +75,31 @@ def basis_batch(
     """
     knots = np.atleast_2d(np.asarray(knots, dtype=float))
     x = np.asarray(x, dtype=float)
+    # spans found here always hold their sample (non-empty), so no denominator vanishes;
+    # explicitly given spans may not, and get the guard
+    guard = spans is not None
     if spans is None:
         spans = find_spans(knots, x, degree, n_ctrl)
     s_count, n = spans.shape
-    vals = np.zeros((s_count, n, degree + 1))
-    vals[..., 0] = 1.0
-    left = np.empty((degree + 1, s_count, n))
-    right = np.empty((degree + 1, s_count, n))
     flat = knots.ravel()
     at = spans + (np.arange(s_count) * knots.shape[1])[:, None]  # flat index of t_span per row
+    # contiguous (S, N) planes: strided [..., r] slices of one array are much slower
+    vals = [np.ones((s_count, n))]
+    left: list[np.ndarray] = [np.empty(0)]
+    right: list[np.ndarray] = [np.empty(0)]
     for j in range(1, degree + 1):
-        left[j] = x[None, :] - flat[at + 1 - j]
-        right[j] = flat[at + j] - x[None, :]
+        left.append(x[None, :] - flat[at + 1 - j])
+        right.append(flat[at + j] - x[None, :])
         saved = np.zeros((s_count, n))
         for r in range(j):
             denom = right[r + 1] + left[j - r]
-            denom[denom == 0.0] = np.inf  # only in empty spans, whose terms vanish
-            temp = vals[..., r] / denom
-            vals[..., r] = saved + right[r + 1] * temp
+            if guard:
+                denom[denom == 0.0] = np.inf  # empty span: its terms vanish
+            temp = vals[r] / denom
+            vals[r] = saved + right[r + 1] * temp
             saved = left[j - r] * temp
-        vals[..., j] = saved
-    return spans, vals
+        vals.append(saved)
+    return spans, np.stack(vals, axis=-1)
 
 
 def design_matrix(knots: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
