@@ -758,9 +758,51 @@ def _group_fit(
             target=1.0,
         )
         starts = [f[0] for f in found]
-    internal, _ = yield from _solve_tolerance(
+    internal, feasible = yield from _solve_tolerance(
         problem, population=population, max_iterations=max_iterations, seed=seed, snap=snap, starts=starts
     )
+    curves = _curves_from(problem, internal, values, frames, tol, mean, shared, snap)
+    if multiplicity > 1 and not feasible.all():
+        # C1 knots must stay two samples apart, so corners and jumps are out of their reach;
+        # simple (C2) knots can close in to one sample. Refit the stuck curves with those and
+        # keep, per curve, whichever writes fewer keys.
+        cols = np.arange(values.shape[1]) if shared else np.flatnonzero(~feasible)
+        retry = yield from _group_fit(
+            values[:, cols],
+            frames,
+            tau,
+            tol[cols],
+            shared=shared,
+            degree=degree,
+            multiplicity=1,
+            internal_knots=internal_knots,
+            population=population,
+            max_iterations=max_iterations,
+            seed=seed,
+            snap=snap,
+        )
+        if shared:
+            if sum(c.n_keys for c in retry) < sum(c.n_keys for c in curves):
+                curves = retry
+        else:
+            for j, curve in zip(cols, retry, strict=True):
+                if curve.n_keys < curves[j].n_keys:
+                    curves[j] = curve
+    return curves
+
+
+def _curves_from(
+    problem: _Problem,
+    internal: list[np.ndarray],
+    values: np.ndarray,
+    frames: np.ndarray,
+    tol: np.ndarray,
+    mean: np.ndarray,
+    shared: bool,
+    snap: np.ndarray | None,
+) -> list[BezierCurve]:
+    """Bezier keys of the solved knots, repaired where the spline misses a sample."""
+    degree = problem.degree
     span = frames[-1] - frames[0]
     if shared:
         knots, ctrl = _final_fit(problem, internal[0], frames[0], span, snapped=snap is not None)
