@@ -814,6 +814,9 @@ def main(argv=None):
     p.add_argument("--repeats", type=int, default=7, help="runs of the 1D timing anchor")
     p.add_argument("--continuity", default="default", choices=("default", "C2", "C1", "AUTO"),
                    help="key continuity for every 'ours' row (default: the operator's default)")
+    p.add_argument("--resume", action="store_true", help="keep the clips already in OUT/benchmark_fit.json")
+    p.add_argument("--merge", default="", help="comma-separated output folders of earlier runs to combine; "
+                   "computes nothing")
     p.add_argument("--core-only", action="store_true", help="fit through anim_signals.fit_channels, not the operator")
     args = p.parse_args(argv)
     if args.quick:
@@ -821,6 +824,8 @@ def main(argv=None):
         args.repeats = min(args.repeats, 5)
         args.world_frames = min(args.world_frames, 120)
 
+    if args.merge:
+        return merge([d for d in args.merge.split(",") if d], args)
     use_operator = False
     if not args.core_only:
         try:
@@ -841,8 +846,16 @@ def main(argv=None):
         "python": sys.version.split()[0],
     }
 
-    results = []
-    notes = []
+    out = be.ensure_dir(args.out)
+    results, notes, anchors = [], [], {}
+    done = set()
+    if args.resume and (out / "benchmark_fit.json").is_file():
+        prev = json.loads((out / "benchmark_fit.json").read_text())
+        results = [(r["clip"], tuple(r["shape"]), r["rows"]) for r in prev["results"]]
+        anchors = prev.get("anchors", {})
+        notes = [n for n in prev.get("notes", []) if "failed" not in n]
+        done = {r[0] for r in results}
+        log(f"resuming: {len(done)} clips already measured in {out / 'benchmark_fit.json'}")
     data = Path(args.data)
     if data.is_dir():
         clips = sorted(data.glob("*.bvh"), key=lambda q: q.stat().st_size)
@@ -852,6 +865,8 @@ def main(argv=None):
             wanted = [w.strip() for w in args.clips.split(",") if w.strip()]
             clips = [c for c in clips if any(w in c.stem for w in wanted)]
         for c in clips:
+            if c.stem in done:
+                continue
             log(f"clip {c.name}")
             t0 = time.perf_counter()
             try:
@@ -864,30 +879,68 @@ def main(argv=None):
                 continue
             results.append((clip.name, clip.shape, rows))
             log(f"  done in {time.perf_counter() - t0:.1f} s")
+            write_outputs(out, results, anchors, notes, args, meta, partial=True)
     else:
         notes.append(f"BVH clips skipped: {data} not found")
         log(notes[-1])
     if not args.no_1d:
         for name in GENERATED:
+            if name in done:
+                continue
             log(f"1D {name}")
             clip, rows = run_clip_1d(name, args)
             results.append((clip.name, clip.shape, rows))
-    anchors = {}
+        write_outputs(out, results, anchors, notes, args, meta, partial=True)
     if not args.no_anchors:
         log("timing anchors")
         anchors["1d"] = anchor_1d(args)
         anchors["clip"] = anchor_clip(args, use_operator)
 
+    md = write_outputs(out, results, anchors, notes, args, meta)
+    print(md)
+    print(f"wrote {out / 'benchmark_fit.md'} and {out / 'benchmark_fit.json'}")
+    return 0
+
+
+def write_outputs(out, results, anchors, notes, args, meta, partial=False):
+    """Write the markdown and JSON (after every clip too, so a long run that dies keeps its results)."""
     md = markdown(results, anchors, args, meta)
     if notes:
         md += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
-    out = be.ensure_dir(args.out)
+    if partial:
+        md = "> partial: the run is still going (or died); rerun with --resume to complete\n\n" + md
     (out / "benchmark_fit.md").write_text(md)
-    payload = {"meta": meta, "args": vars(args), "notes": notes, "anchors": anchors,
+    payload = {"meta": meta, "args": vars(args), "notes": notes, "anchors": anchors, "partial": partial,
                "results": [{"clip": n, "shape": list(s), "rows": r} for n, s, r in results]}
     (out / "benchmark_fit.json").write_text(json.dumps(payload, indent=1, default=_json_default))
+    return md
+
+
+def merge(dirs, args):
+    """Combine the JSON of several runs (e.g. clips split over two processes) into one table."""
+    results, anchors, notes, metas = {}, {}, [], []
+    for d in dirs:
+        prev = json.loads((Path(d) / "benchmark_fit.json").read_text())
+        metas.append(prev["meta"])
+        for r in prev["results"]:
+            results[r["clip"]] = (r["clip"], tuple(r["shape"]), r["rows"])
+        for k, v in prev.get("anchors", {}).items():
+            if v:
+                anchors[k] = v
+        notes += prev.get("notes", [])
+        for k in ("rot", "loc", "other", "no_world", "world_frames"):
+            setattr(args, k, prev["args"][k])
+    sizes = {p.stem: p.stat().st_size for p in Path(args.data).glob("*.bvh")} if Path(args.data).is_dir() else {}
+    order = sorted(results.values(), key=lambda r: (r[0] not in sizes, sizes.get(r[0], 0),
+                                                    list(GENERATED).index(r[0]) if r[0] in GENERATED else 0))
+    meta = dict(metas[0])
+    meta.setdefault("continuity", "?")
+    meta["commit"] = ", ".join(sorted({m.get("commit", "unknown") for m in metas}))
+    meta["date"] = ", ".join(sorted({m.get("date", "?") for m in metas}))
+    out = be.ensure_dir(args.out)
+    md = write_outputs(out, order, anchors, notes, args, meta)
     print(md)
-    print(f"wrote {out / 'benchmark_fit.md'} and {out / 'benchmark_fit.json'}")
+    print(f"merged {len(dirs)} runs into {out / 'benchmark_fit.md'} and {out / 'benchmark_fit.json'}")
     return 0
 
 
