@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import cma
 import numpy as np
 
-from .bezier import prune_keys, repair_keys
+from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import (
     BezierCurve,
     clamped_knots,
@@ -821,14 +821,8 @@ def interpolating_curve(frames: np.ndarray, values: np.ndarray) -> BezierCurve:
     """A key on every sample (exact at the samples), slopes by finite differences."""
     frames = np.asarray(frames, dtype=float)
     values = np.asarray(values, dtype=float)
-    slope = np.gradient(values, frames) if frames.size > 1 else np.zeros(1)
-    h = np.diff(frames)
-    h_left = np.concatenate([h[:1], h]) if h.size else np.ones(1)
-    h_right = np.concatenate([h, h[-1:]]) if h.size else np.ones(1)
-    co = np.column_stack([frames, values])
-    hl = np.column_stack([frames - h_left / 3, values - h_left / 3 * slope])
-    hr = np.column_stack([frames + h_right / 3, values + h_right / 3 * slope])
-    return BezierCurve(co, hl, hr, np.full(frames.size, "ALIGNED"))
+    slopes = np.gradient(values, frames) if frames.size > 1 else np.zeros(1)
+    return hermite_keys(frames, values, slopes)
 
 
 def iter_fit_channels(
