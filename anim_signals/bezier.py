@@ -187,8 +187,16 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
             co_vals[fix] = np.interp(xs[fix], frames, values)
             curve = hermite_keys(xs, co_vals, _slopes(curve))
             continue
+        # Anchor keys on the neighbouring samples take the curve's own value and slope, which
+        # splits its cubic without changing it: the fix stays between the neighbours instead of
+        # bending a long segment and breaking samples further away.
+        idx = np.flatnonzero(np.isin(frames, new_x))
+        near = np.unique(np.concatenate([idx - 1, idx + 1]).clip(0, frames.size - 1))
+        anchors = frames[near]
+        anchors = anchors[~np.isin(anchors, xs) & ~np.isin(anchors, new_x)]
+        new_v = np.concatenate([np.interp(new_x, frames, values), curve.evaluate(anchors)])
+        new_x = np.concatenate([new_x, anchors])
         slopes_new = _hermite_slopes_at(curve, new_x)
-        new_v = np.interp(new_x, frames, values)
         all_x = np.concatenate([xs, new_x])
         order = np.argsort(all_x)
         curve = hermite_keys(

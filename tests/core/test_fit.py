@@ -210,3 +210,16 @@ def test_runs_when_the_working_directory_is_gone(tmp_path, monkeypatch):
     gone.rmdir()
     model = A.fit_latent_spline(TEST_FUNCTIONS["cliff"], internal_knots=4, population=16, max_iterations=5)
     assert model.internal_knots.size == 4
+
+
+def test_repair_keys_only_where_the_curve_misses():
+    from anim_signals.bezier import repair_keys
+
+    frames = np.arange(100.0)
+    values = np.sin(frames / 15.0)
+    values[40] += 0.5  # one spike the smooth keys cannot follow
+    smooth = A.fit_channels(np.sin(frames / 15.0), frames, 0.01).curves[0]
+    fixed = repair_keys(smooth, frames, values, 0.01)
+    assert np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
+    assert fixed.n_keys <= smooth.n_keys + 6  # a few local keys, not one per frame
+    assert 40.0 in fixed.co[:, 0]
