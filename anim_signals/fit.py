@@ -446,9 +446,9 @@ def _solve_tolerance(
         # full fits for the most promising removals only: knots whose derivative jump (times
         # the local span length to that power) is smallest, as the knot-removal criterion says
         shortlist = _removal_shortlists(
-            problem, internal, removing, [internal[c].size if c in widen else shortlist_size for c in removing]
+            problem, internal, removing, [4 * shortlist_size if c in widen else shortlist_size for c in removing]
         )
-        widen = set()
+        widened, widen = widen, set()
         cands = [np.delete(internal[c], i) for c in removing for i in shortlist[c]]
         owners = np.concatenate([np.full(len(shortlist[c]), c) for c in removing])
         mx, rms, _ = problem.score(cands, owners)
@@ -466,8 +466,8 @@ def _solve_tolerance(
                     if all(abs(int(i) - j) > problem.degree + 1 for j in picks):
                         picks.append(int(i))
                 chosen[c] = picks
-            elif n_c < internal[c].size:
-                chosen[c] = []  # nothing on the shortlist: widen it next round
+            elif n_c < internal[c].size and c not in widened:
+                chosen[c] = []  # nothing on the shortlist: widen it (once) next round
                 widen.add(c)
             elif snap is None and failures[c] < 1 and rescues[c] < max_rescues and max_iterations > 0:
                 rescues[c] += 1
