@@ -629,7 +629,12 @@ def fit_latent_spline(
         if n_int == 0:
             internal = np.zeros(0)
         else:
-            gen = problem.cma(n_int, None, "rms", population or 100, max_iterations or 100, seed)
+            # start CMA-ES from whichever is better: even knots, or knots that share the curve's
+            # bending equally (dense where the motion is busy, the usual free-knot heuristic)
+            starts = [np.linspace(0.0, 1.0, n_int + 2)[1:-1], _curvature_knots(problem, n_int)]
+            start_rms = problem.score(starts)[1]
+            init = starts[int(np.argmin(start_rms))]
+            gen = problem.cma(n_int, init, "rms", population or 100, max_iterations or 100, seed)
             internal = _drain(gen)[0]
     else:
         snap = _snap_grid(frames, tau) if snap_to_frames else None
@@ -650,6 +655,21 @@ def fit_latent_spline(
         n_components=0 if problem.basis is None else problem.basis.shape[0],
         iterations=problem.generations,
     )
+
+
+def _curvature_knots(problem: _Problem, n_int: int) -> np.ndarray:
+    """n_int knots placed so each span holds an equal share of sqrt(|second difference|)."""
+    latent = problem.latent[0]
+    bend = np.zeros(problem.tau.size)
+    if latent.shape[0] >= 3:
+        bend[1:-1] = np.linalg.norm(latent[2:] - 2 * latent[1:-1] + latent[:-2], axis=1)
+    density = np.sqrt(bend) + 1e-3 * (np.sqrt(bend).mean() + 1e-12)
+    cumulative = np.concatenate([[0.0], np.cumsum(0.5 * (density[1:] + density[:-1]) * np.diff(problem.tau))])
+    cumulative /= cumulative[-1]
+    knots = np.interp(np.linspace(0.0, 1.0, n_int + 2)[1:-1], cumulative, problem.tau)
+    # keep the minimum spacing the sampler guarantees
+    z = problem.knots_to_increments(np.maximum.accumulate(knots))
+    return problem.increments_to_knots(z, n_int)[0]
 
 
 def fit_uniform_spline(
