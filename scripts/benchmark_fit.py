@@ -605,7 +605,7 @@ def anchor_1d(args):
 
 
 def anchor_clip(args, use_operator: bool):
-    path = DATA_DIR / f"{ANCHOR_CLIP}.bvh"
+    path = Path(args.data) / f"{ANCHOR_CLIP}.bvh"
     res = {}
     if path.is_file():
         be.clear_scene()
