@@ -165,6 +165,14 @@ def _hermite_slopes_at(curve: BezierCurve, x: np.ndarray) -> np.ndarray:
     return dy_dt / h
 
 
+def _nearest(xs: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Index of the nearest of the sorted xs for each x."""
+    i = np.clip(np.searchsorted(xs, x), 1, max(xs.size - 1, 1))
+    lo = np.clip(i - 1, 0, xs.size - 1)
+    hi = np.clip(i, 0, xs.size - 1)
+    return np.where(np.abs(x - xs[lo]) <= np.abs(xs[hi] - x), lo, hi)
+
+
 def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: float) -> BezierCurve:
     """Add keys on the samples that break the tolerance, until none does.
 
@@ -179,12 +187,14 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
         if not bad.any() or curve.n_keys < 2:
             return curve
         xs = curve.co[:, 0]
-        on_key = np.isin(frames, xs)
+        # "on a key" within float32 resolution: Blender stores frames as float32, and a second
+        # key a hair away from the first would collapse onto it there
+        nearest = _nearest(xs, frames)
+        on_key = np.abs(xs[nearest] - frames) <= 1e-3
         new_x = frames[bad & ~on_key]
         if new_x.size == 0:  # only keys are off: put those back on their samples
             co_vals = curve.co[:, 1].copy()
-            fix = np.isin(xs, frames[bad & on_key])
-            co_vals[fix] = np.interp(xs[fix], frames, values)
+            co_vals[nearest[bad]] = values[bad]
             curve = hermite_keys(xs, co_vals, _slopes(curve))
             continue
         # Anchor keys on the neighbouring samples take the curve's own value and slope, which
@@ -193,7 +203,7 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
         idx = np.flatnonzero(np.isin(frames, new_x))
         near = np.unique(np.concatenate([idx - 1, idx + 1]).clip(0, frames.size - 1))
         anchors = frames[near]
-        anchors = anchors[~np.isin(anchors, xs) & ~np.isin(anchors, new_x)]
+        anchors = anchors[~on_key[near] & ~np.isin(anchors, new_x)]
         new_v = np.concatenate([np.interp(new_x, frames, values), curve.evaluate(anchors)])
         new_x = np.concatenate([new_x, anchors])
         slopes_new = _hermite_slopes_at(curve, new_x)

@@ -530,6 +530,11 @@ def _final_fit(
         if np.abs(err_latent).max() < np.abs(fit_full[0] - target).max():
             ctrl = ctrl_latent[0] @ problem.basis
     knots_frames = frames0 + span * knots[0]
+    # knots placed on samples come back as frame + 1e-14: put them exactly on the frame
+    sample_frames = frames0 + span * problem.tau
+    nearest = sample_frames[np.clip(np.searchsorted(sample_frames, knots_frames), 0, sample_frames.size - 1)]
+    on_sample = np.abs(nearest - knots_frames) <= 1e-9 * max(span, 1.0)
+    knots_frames[on_sample] = nearest[on_sample]
     if snapped:
         knots_frames[problem.degree + 1 : -(problem.degree + 1)] = np.round(
             knots_frames[problem.degree + 1 : -(problem.degree + 1)]

@@ -223,3 +223,27 @@ def test_repair_keys_only_where_the_curve_misses():
     assert np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
     assert fixed.n_keys <= smooth.n_keys + 6  # a few local keys, not one per frame
     assert 40.0 in fixed.co[:, 0]
+
+
+def test_repair_never_adds_a_key_next_to_an_existing_one():
+    """A key a hair away from another collapses onto it in Blender's float32 frames."""
+    from anim_signals.bezier import hermite_keys, repair_keys
+
+    frames = np.arange(20.0)
+    values = np.zeros(20)
+    values[10] = 1.0
+    curve = hermite_keys(np.array([0.0, 10.0 - 1e-12, 19.0]), np.zeros(3), np.zeros(3))
+    fixed = repair_keys(curve, frames, values, 0.01)
+    assert np.min(np.diff(fixed.co[:, 0])) > 0.5
+    assert np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
+
+
+def test_keys_are_never_closer_than_a_frame_on_noisy_mocap_like_data():
+    rng = np.random.default_rng(11)
+    frames = np.arange(300.0)
+    y = np.cumsum(rng.normal(0, 0.01, (300, 6)), axis=0) + 0.002 * rng.normal(size=(300, 6))
+    fit = A.fit_channels(y, frames, 0.004, mode="PER_CHANNEL")
+    assert fit.within_tolerance
+    for curve in fit.curves:
+        if curve.n_keys > 1:
+            assert np.min(np.diff(curve.co[:, 0])) >= 0.999
