@@ -222,3 +222,21 @@ def make_shape_keys(name: str = "Face", n_frames: int = 90, seed: int = 3):
 def run_fit(**kwargs) -> set[str]:
     """Run the operator the way a script does (EXEC_DEFAULT)."""
     return bpy.ops.anim_signals.fit_latent_spline("EXEC_DEFAULT", **kwargs)
+
+
+def world_heads(ob, frames) -> np.ndarray:
+    """World-space pose bone heads (frames, bones, 3), evaluated frame by frame (test oracle)."""
+    scene = bpy.context.scene
+    out = []
+    for f in frames:
+        scene.frame_set(int(f))
+        ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        mw = np.array(ob_eval.matrix_world)
+        out.append([(mw @ np.append(np.array(pb.head), 1.0))[:3] for pb in ob_eval.pose.bones])
+    return np.array(out)
+
+
+def assign_action(ob, action) -> None:
+    ob.animation_data.action = action
+    if IS_SLOTTED:
+        ob.animation_data.action_slot = action.slots[0]

@@ -7,7 +7,16 @@ import math
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import IS_SLOTTED, evaluate, fcurves_of, key_array, run_fit, shared_data, snapshot_action
+from _bl_helpers import (
+    assign_action,
+    evaluate,
+    fcurves_of,
+    key_array,
+    run_fit,
+    shared_data,
+    snapshot_action,
+    world_heads,
+)
 
 pytestmark = pytest.mark.shared_data
 
@@ -54,25 +63,9 @@ def test_bvh_clip_meets_tolerance_at_every_frame(scene, clip, mode):
     assert 0.0 < res.joint_error_cm <= 100.0 * full + 1e-3
 
 
-def _heads(ob, first: int, last: int) -> np.ndarray:
-    out = []
-    for f in range(first, last + 1):
-        bpy.context.scene.frame_set(f)
-        ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        mw = np.array(ob_eval.matrix_world)
-        out.append([(mw @ np.append(np.array(pb.head), 1.0))[:3] for pb in ob_eval.pose.bones])
-    return np.array(out)
-
-
-def _assign(ob, action) -> None:
-    ob.animation_data.action = action
-    if IS_SLOTTED:
-        ob.animation_data.action_slot = action.slots[0]
-
-
 def _joint_error(ob, original, fitted, first: int, last: int) -> float:
-    heads_fit = _heads(ob, first, last)
-    _assign(ob, original)
-    heads_orig = _heads(ob, first, last)
-    _assign(ob, fitted)
+    heads_fit = world_heads(ob, range(first, last + 1))
+    assign_action(ob, original)
+    heads_orig = world_heads(ob, range(first, last + 1))
+    assign_action(ob, fitted)
     return float(np.linalg.norm(heads_fit - heads_orig, axis=-1).max())

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from _bl_helpers import (
     IS_SLOTTED,
+    assign_action,
     evaluate,
     fcurves_of,
     key_array,
@@ -20,6 +21,7 @@ from _bl_helpers import (
     run_fit,
     set_dense_keys,
     snapshot_action,
+    world_heads,
 )
 
 ROT = math.radians(0.5)
@@ -132,23 +134,6 @@ def test_selected_channels_only(scene, ext):
     _assert_within(ob, frames, expected)
 
 
-def _world_heads(ob, frames) -> np.ndarray:
-    scene = bpy.context.scene
-    out = []
-    for f in frames:
-        scene.frame_set(int(f))
-        ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        mw = np.array(ob_eval.matrix_world)
-        out.append([(mw @ np.append(np.array(pb.head), 1.0))[:3] for pb in ob_eval.pose.bones])
-    return np.array(out)
-
-
-def _assign(ob, action) -> None:
-    ob.animation_data.action = action
-    if IS_SLOTTED:
-        ob.animation_data.action_slot = action.slots[0]
-
-
 def test_armature_euler_and_quaternion_bones(scene, ext):
     ob, frames, expected = make_armature(n_frames=60)
     original = ob.animation_data.action
@@ -174,10 +159,10 @@ def test_armature_euler_and_quaternion_bones(scene, ext):
 
     # World-space joints: the reported error (sampled frames) is bounded by the full comparison.
     res = scene.anim_signals.last_fit
-    heads_fit = _world_heads(ob, frames)
-    _assign(ob, original)
-    heads_orig = _world_heads(ob, frames)
-    _assign(ob, fitted)
+    heads_fit = world_heads(ob, frames)
+    assign_action(ob, original)
+    heads_orig = world_heads(ob, frames)
+    assign_action(ob, fitted)
     full_cm = 100.0 * np.linalg.norm(heads_fit - heads_orig, axis=-1).max()
     assert 0.0 < res.joint_error_cm <= full_cm + 1e-3
     assert full_cm < 5.0  # 0.5 deg on a 4-unit chain + 0.01 root location
