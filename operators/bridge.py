@@ -140,20 +140,14 @@ def fcurve_locked(fc: bpy.types.FCurve) -> bool:
     return bool(group is not None and group.lock)
 
 
-def action_read_only_reason(action: bpy.types.Action) -> str | None:
-    """Why ``action`` may not be edited (linked from a library, non-editable override), or None."""
-    if action.library is not None:
-        return f'Action "{action.name}" is linked from library "{action.library.filepath}" and is read-only'
-    if not getattr(action, "is_editable", True):
-        return f'Action "{action.name}" is not editable (library override or linked data)'
-    return None
-
-
 def id_read_only_reason(id_data: bpy.types.ID) -> str | None:
+    """Why an ID (object, shape keys, action) may not be edited: linked from a library or a
+    non-editable override. None when it may."""
+    label = f'Action "{id_data.name}"' if isinstance(id_data, bpy.types.Action) else f'"{id_data.name}"'
     if id_data.library is not None:
-        return f'"{id_data.name}" is linked from a library and is read-only'
+        return f'{label} is linked from library "{id_data.library.filepath}" and is read-only'
     if not getattr(id_data, "is_editable", True):
-        return f'"{id_data.name}" is not editable'
+        return f"{label} is not editable (library override or linked data)"
     return None
 
 

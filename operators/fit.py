@@ -121,7 +121,7 @@ def plan_fit(
             raise FitInputError(f'"{id_data.name}" has no animation data (no action to fit)')
         if getattr(adt, "use_tweak_mode", False):
             raise FitInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
-        reason = bridge.id_read_only_reason(id_data) or bridge.action_read_only_reason(action)
+        reason = bridge.id_read_only_reason(id_data) or bridge.id_read_only_reason(action)
         if reason:
             raise FitInputError(reason)
         fcurves = bridge.list_fcurves(id_data, selected_only=selected_only)

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEELS_DIR = ROOT / "wheels"
@@ -60,7 +61,7 @@ def log(msg: str) -> None:
     print(f"[build] {msg}", flush=True)
 
 
-def die(msg: str) -> None:
+def die(msg: str) -> NoReturn:
     print(f"[build] ERROR: {msg}", file=sys.stderr, flush=True)
     sys.exit(1)
 
@@ -90,30 +91,24 @@ def find_one(pattern: str) -> Path | None:
     return hits[0] if hits else None
 
 
+def fetch_wheel(requirement: str, tags, pattern: str) -> Path:
+    """The cached wheel matching pattern, downloaded first when it is not in wheels/."""
+    whl = find_one(pattern)
+    if whl is not None:
+        log(f"cached {whl.name}")
+        return whl
+    pip_download(requirement, tags)
+    whl = find_one(pattern)
+    if whl is None:
+        die(f"pip downloaded no wheel matching {pattern} for {requirement}")
+    return whl
+
+
 def ensure_wheels(platforms: list[str]) -> list[Path]:
     """Return the wheels to bundle (downloading the missing ones into wheels/)."""
     WHEELS_DIR.mkdir(exist_ok=True)
-    wheels: list[Path] = []
-    for plat in platforms:
-        tags, pattern = PLATFORMS[plat]
-        whl = find_one(pattern)
-        if whl is None:
-            pip_download(f"scipy=={SCIPY_VERSION}", tags)
-            whl = find_one(pattern)
-            if whl is None:
-                die(f"pip downloaded no wheel matching {pattern} for {plat}")
-        else:
-            log(f"cached {whl.name}")
-        wheels.append(whl)
-    whl = find_one(CMA_GLOB)
-    if whl is None:
-        pip_download(f"cma=={CMA_VERSION}", None)
-        whl = find_one(CMA_GLOB)
-        if whl is None:
-            die(f"pip downloaded no wheel matching {CMA_GLOB}")
-    else:
-        log(f"cached {whl.name}")
-    wheels.append(whl)
+    wheels = [fetch_wheel(f"scipy=={SCIPY_VERSION}", *PLATFORMS[plat]) for plat in platforms]
+    wheels.append(fetch_wheel(f"cma=={CMA_VERSION}", None, CMA_GLOB))
     return wheels
 
 
