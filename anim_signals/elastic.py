@@ -1,0 +1,458 @@
+"""Geodesics, elastic distances and statistics of clips in SRV space (seed §3.2, §4.2, §4.3).
+
+Curves are resampled to a common number of samples (the seed scales clips "to a common (time)
+length"), mapped by the SRV map, scaled to unit length (points of the sphere C^o) and, for cyclic
+comparisons, projected onto the closed curves C^c (seed §4.3).
+
+* Open curves: the geodesic is the great circle (slerp); the distance is its angle.
+* Closed curves: the geodesic is found by path straightening (:func:`geodesic_closed`); the fast
+  distance uses the great-circle angle, a lower bound of the C^c geodesic length.
+* Motion space (eq. 9): the optimal reparametrisation by dynamic programming over a lattice of
+  monotone piecewise-linear warps (slopes 1/3..3), and for closed curves the start-point search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from math import gcd
+
+import numpy as np
+
+from .motion import resample
+from .srv import normalise, project_closed, srv, srv_inverse
+
+__all__ = ["Alignment", "Clustering", "Prepared", "align", "blend", "cluster", "distance_matrix",
+           "elastic_distance", "geodesic_closed", "iter_distance_matrix", "karcher_mean", "linear_distance",
+           "nearest", "prepare", "sphere_distance"]
+
+MAX_SLOPE = 3
+MOVES = [(di, dj) for di in range(1, MAX_SLOPE + 1) for dj in range(1, MAX_SLOPE + 1) if gcd(di, dj) == 1]
+START_CANDIDATES = 6  # closed curves: start points tried by DP (best by circular correlation)
+
+
+@dataclass
+class Prepared:
+    q: np.ndarray  # (M, n) unit L2 norm SRV (closed curves: on C^c)
+    start: np.ndarray  # (n,) first sample
+    length: float  # curve length before normalising
+    samples: np.ndarray  # (M+1, n) the resampled curve
+    closed: bool
+
+
+def _as_curve(c: np.ndarray) -> np.ndarray:
+    c = np.asarray(c, dtype=float)
+    if c.ndim == 1:
+        c = c[:, None]
+    if c.ndim != 2 or c.shape[0] < 2:
+        raise ValueError(f"a curve needs (frames >= 2, channels) samples, got shape {c.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("the curve has NaN or infinite values")
+    return c
+
+
+def prepare(curve: np.ndarray, *, n_samples: int | None = 100, closed: bool = False) -> Prepared:
+    """Resample, SRV-map, normalise to unit length and (closed) project onto C^c."""
+    c = _as_curve(curve)
+    if n_samples:
+        c = resample(c, int(n_samples))
+    q, length = normalise(srv(c))
+    if closed:
+        q = project_closed(q).q
+    return Prepared(q, c[0].copy(), length, c, closed)
+
+
+def _inner(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.sum(a * b) / a.shape[0])
+
+
+def sphere_distance(q1: np.ndarray, q2: np.ndarray) -> float:
+    """Great-circle angle between two SRVs on the unit sphere (both scaled to unit norm first)."""
+    n1, n2 = np.sqrt(_inner(q1, q1)), np.sqrt(_inner(q2, q2))
+    if n1 == 0.0 or n2 == 0.0:
+        raise ValueError("a curve does not move (zero length)")
+    return float(np.arccos(np.clip(_inner(q1, q2) / (n1 * n2), -1.0, 1.0)))
+
+
+# ------------------------------------------------------------------------------------------------
+# Optimal reparametrisation (dynamic programming)
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Alignment:
+    q: np.ndarray  # (M, n) q2 reparametrised onto q1's intervals (and shifted, closed curves)
+    gamma: np.ndarray  # (M+1,) warp in [0, 1]: q1's node t_k corresponds to q2's time gamma[k]
+    shift: int  # closed curves: q2's interval that became the start
+    cost: float  # squared L2 distance after alignment
+
+
+def _dp(q1: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, float]:
+    """Warp minimising |q1 - (q2 o g) sqrt(g')|^2 over lattice paths (0,0) -> (M,M); returns nodes of g."""
+    m = q1.shape[0]
+    if q2.shape[0] != m:
+        raise ValueError("both curves need the same number of samples")
+    h = 1.0 / m
+    n1 = np.einsum("ij,ij->i", q1, q1)
+    cum_n1 = np.concatenate([[0.0], np.cumsum(n1)])
+    cum_n2 = np.concatenate([[0.0], np.cumsum(np.einsum("ij,ij->i", q2, q2))])
+    gram = q1 @ q2.T
+    energy = np.full((m + 1, m + 1), np.inf)
+    energy[0, 0] = 0.0
+    choice = np.full((m + 1, m + 1), -1, dtype=np.int16)
+    # precomputed per move: q2 interval offset under each of q1's di sub-intervals
+    offsets = [np.floor((np.arange(di) + 0.5) * dj / di).astype(int) for di, dj in MOVES]
+    for i in range(1, m + 1):
+        row = energy[i]
+        row_choice = choice[i]
+        for k, (di, dj) in enumerate(MOVES):
+            i0 = i - di
+            if i0 < 0:
+                continue
+            j0 = np.arange(0, m + 1 - dj)
+            prev = energy[i0, j0]
+            if not np.isfinite(prev).any():
+                continue
+            cross = np.zeros(j0.shape[0])
+            for sub, off in enumerate(offsets[k]):
+                cross += gram[i0 + sub, j0 + off]
+            cost = h * ((cum_n1[i] - cum_n1[i0]) + (cum_n2[j0 + dj] - cum_n2[j0]) - 2.0 * np.sqrt(dj / di) * cross)
+            cand = prev + cost
+            target = row[dj:]
+            better = cand < target
+            if better.any():
+                target[better] = cand[better]
+                row_choice[dj:][better] = k
+    # backtrack
+    path_i, path_j = [m], [m]
+    i = j = m
+    while i > 0 or j > 0:
+        k = int(choice[i, j])
+        if k < 0:
+            raise RuntimeError("dynamic programming found no path")  # cannot happen with the (1,1) move
+        di, dj = MOVES[k]
+        i, j = i - di, j - dj
+        path_i.append(i)
+        path_j.append(j)
+    path_i.reverse()
+    path_j.reverse()
+    gamma_nodes = np.interp(np.arange(m + 1), path_i, path_j)
+    return gamma_nodes, float(energy[m, m])
+
+
+def _warp(q2: np.ndarray, gamma_nodes: np.ndarray) -> np.ndarray:
+    """(q2 o g) sqrt(g') on the intervals, exact for piecewise-constant q2 and piecewise-linear g."""
+    m = q2.shape[0]
+    cum = np.vstack([np.zeros((1, q2.shape[1])), np.cumsum(q2, axis=0)])  # integral in interval units
+    u = np.clip(gamma_nodes, 0.0, m)
+    idx = np.clip(np.floor(u).astype(int), 0, m - 1)
+    frac = (u - idx)[:, None]
+    integral = cum[idx] + frac * q2[idx]
+    slope = np.diff(u)
+    out = np.diff(integral, axis=0)
+    return np.divide(out, np.sqrt(slope)[:, None], out=np.zeros_like(out), where=slope[:, None] > 0)
+
+
+def _start_candidates(q1: np.ndarray, q2: np.ndarray, count: int) -> np.ndarray:
+    """Shifts k maximising sum_t q1(t) . q2(t + k) (circular correlation by FFT)."""
+    f1 = np.fft.rfft(q1, axis=0)
+    f2 = np.fft.rfft(q2, axis=0)
+    corr = np.fft.irfft(np.sum(np.conj(f1) * f2, axis=1), n=q1.shape[0])
+    return np.argsort(-corr)[:count]
+
+
+def align(q1: np.ndarray, q2: np.ndarray, *, closed: bool = False) -> Alignment:
+    """Reparametrise (and for closed curves re-start) q2 to match q1 best (seed eq. 9)."""
+    q1 = np.asarray(q1, dtype=float)
+    q2 = np.asarray(q2, dtype=float)
+    m = q1.shape[0]
+    shifts = _start_candidates(q1, q2, START_CANDIDATES) if closed else np.array([0])
+    best: Alignment | None = None
+    for shift in shifts:
+        q2s = np.roll(q2, -int(shift), axis=0)
+        nodes, _ = _dp(q1, q2s)
+        warped = _warp(q2s, nodes)
+        cost = _inner(q1 - warped, q1 - warped)
+        if best is None or cost < best.cost:
+            best = Alignment(warped, nodes / m, int(shift), cost)
+    assert best is not None
+    return best
+
+
+# ------------------------------------------------------------------------------------------------
+# Geodesics
+# ------------------------------------------------------------------------------------------------
+
+
+def _slerp(q1: np.ndarray, q2: np.ndarray, s: float) -> np.ndarray:
+    theta = sphere_distance(q1, q2)
+    if theta < 1e-12:
+        return (1.0 - s) * q1 + s * q2
+    return (np.sin((1.0 - s) * theta) * q1 + np.sin(s * theta) * q2) / np.sin(theta)
+
+
+def _unit(q: np.ndarray) -> np.ndarray:
+    return q / np.sqrt(_inner(q, q))
+
+
+def _to_closed(q: np.ndarray) -> np.ndarray:
+    return _unit(project_closed(_unit(q)).q)
+
+
+def geodesic_closed(q1: np.ndarray, q2: np.ndarray, *, steps: int = 8, iterations: int = 40,
+                    tol: float = 1e-5) -> tuple[np.ndarray, float]:
+    """Geodesic between two closed curves on C^c by path straightening (Srivastava et al. 2011 §4.3).
+
+    A path of ``steps`` + 1 curves starts from the great circle projected onto C^c.  Each iteration
+    takes the Palais-metric gradient of the path energy (for a discrete path: each curve minus the
+    straight chord between the ends), keeps its part tangent to the sphere, steps, and retracts onto
+    C^c with Algorithm 1.  Returns the path (steps+1, M, n) and its length (sum of great-circle
+    angles between neighbours), an upper bound that decreases to the C^c geodesic distance.
+    """
+    a, b = _to_closed(q1), _to_closed(q2)
+    taus = np.linspace(0.0, 1.0, steps + 1)
+    path = np.stack([a] + [_to_closed(_slerp(a, b, t)) for t in taus[1:-1]] + [b])
+
+    def energy(p):
+        d = np.diff(p, axis=0)
+        return float(np.sum(d * d) / p.shape[1]) * steps
+
+    e_old = energy(path)
+    step = 0.5
+    for _ in range(iterations):
+        chord = (1.0 - taus)[:, None, None] * path[0] + taus[:, None, None] * path[-1]
+        grad = path - chord
+        trial = path.copy()
+        for k in range(1, steps):
+            g = grad[k] - _inner(grad[k], path[k]) * path[k]
+            trial[k] = _to_closed(path[k] - step * g)
+        e_new = energy(trial)
+        if e_new < e_old:
+            path, improvement, e_old = trial, (e_old - e_new) / max(e_old, 1e-300), e_new
+            if improvement < tol:
+                break
+        else:
+            step *= 0.5
+            if step < 1e-3:
+                break
+    length = float(sum(sphere_distance(path[k], path[k + 1]) for k in range(steps)))
+    return path, length
+
+
+def _path_point(path: np.ndarray, s: float) -> np.ndarray:
+    steps = path.shape[0] - 1
+    x = float(np.clip(s, 0.0, 1.0)) * steps
+    k = min(int(np.floor(x)), steps - 1)
+    point = _slerp(path[k], path[k + 1], x - k)
+    return _to_closed(point) if 0.0 < x - k < 1.0 else point
+
+
+# ------------------------------------------------------------------------------------------------
+# Distances
+# ------------------------------------------------------------------------------------------------
+
+
+def _distance_prepared(p1: Prepared, p2: Prepared, *, align_curves: bool, exact: bool) -> float:
+    q2 = align(p1.q, p2.q, closed=p1.closed).q if align_curves else p2.q
+    if p1.closed and exact:
+        return geodesic_closed(p1.q, q2)[1]
+    return sphere_distance(p1.q, q2)
+
+
+def elastic_distance(c1: np.ndarray, c2: np.ndarray, *, closed: bool = False, n_samples: int = 100,
+                     align: bool = True, exact: bool = False) -> float:
+    """Elastic (SRV) distance in radians between two clips with the same channels."""
+    p1 = prepare(c1, n_samples=n_samples, closed=closed)
+    p2 = prepare(c2, n_samples=n_samples, closed=closed)
+    _same_channels(p1, p2)
+    d12 = _distance_prepared(p1, p2, align_curves=align, exact=exact)
+    if not align:
+        return d12
+    # The DP warps the second curve only; taking the smaller direction keeps the distance symmetric.
+    return min(d12, _distance_prepared(p2, p1, align_curves=align, exact=exact))
+
+
+def linear_distance(c1: np.ndarray, c2: np.ndarray, *, n_samples: int = 100) -> float:
+    """The seed's baseline: L2 distance of the raw curves over normalised time."""
+    a = resample(_as_curve(c1), n_samples)
+    b = resample(_as_curve(c2), n_samples)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"curves have {a.shape[1]} and {b.shape[1]} channels")
+    return float(np.sqrt(np.mean(np.sum((a - b) ** 2, axis=1))))
+
+
+def _same_channels(p1: Prepared, p2: Prepared) -> None:
+    if p1.q.shape[1] != p2.q.shape[1]:
+        raise ValueError(f"curves have {p1.q.shape[1]} and {p2.q.shape[1]} channels")
+
+
+def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic", closed: bool = False,
+                         n_samples: int = 100, exact: bool = False,
+                         align: bool = True) -> Iterator[tuple[float, np.ndarray | None]]:
+    """Pairwise distances, one pair per step: yields (fraction, None) ... and finally (1.0, D)."""
+    m = len(curves)
+    if m < 2:
+        raise ValueError(f"need at least 2 clips to compare, got {m}")
+    widths = {np.asarray(c).shape[1] if np.ndim(c) == 2 else 1 for c in curves}
+    if len(widths) > 1:
+        raise ValueError(f"clips have different channel counts: {sorted(widths)}")
+    dist = np.zeros((m, m))
+    pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
+    if metric == "linear":
+        samples = [resample(_as_curve(c), n_samples) for c in curves]
+        for done, (i, j) in enumerate(pairs, 1):
+            dist[i, j] = dist[j, i] = float(np.sqrt(np.mean(np.sum((samples[i] - samples[j]) ** 2, axis=1))))
+            yield done / len(pairs), None
+    elif metric == "elastic":
+        prepared = []
+        for c in curves:
+            prepared.append(prepare(c, n_samples=n_samples, closed=closed))
+        for done, (i, j) in enumerate(pairs, 1):
+            d = _distance_prepared(prepared[i], prepared[j], align_curves=align, exact=exact)
+            if align:
+                d = min(d, _distance_prepared(prepared[j], prepared[i], align_curves=align, exact=exact))
+            dist[i, j] = dist[j, i] = d
+            yield done / len(pairs), None
+    else:
+        raise ValueError(f"unknown metric {metric!r} (elastic or linear)")
+    yield 1.0, dist
+
+
+def distance_matrix(curves: Sequence[np.ndarray], **options) -> np.ndarray:
+    result = None
+    for _, result in iter_distance_matrix(curves, **options):
+        pass
+    assert result is not None
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# Blends and means
+# ------------------------------------------------------------------------------------------------
+
+
+def _retime(curve: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Sample a curve given on a uniform grid over [0, 1] at ``times`` (linear)."""
+    grid = np.linspace(0.0, 1.0, curve.shape[0])
+    return np.column_stack([np.interp(times, grid, curve[:, j]) for j in range(curve.shape[1])])
+
+
+def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: bool = False,
+          align: bool = True) -> list[np.ndarray]:
+    """Clips along the geodesic from c1 (weight 0) to c2 (weight 1), time-aligned (seed §4.2).
+
+    The blend of shape is the geodesic in SRV space after optimal reparametrisation; start pose and
+    length are interpolated linearly; timing moves from c1's to c2's (the warp is interpolated too),
+    so weight 1 gives c2 back and weight 0 gives c1.  A result has round((1-s) N1 + s N2) frames.
+    """
+    a, b = _as_curve(c1), _as_curve(c2)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"clips have {a.shape[1]} and {b.shape[1]} channels")
+    n = max(a.shape[0], b.shape[0], 4)
+    p1 = prepare(a, n_samples=n, closed=closed)
+    p2 = prepare(b, n_samples=n, closed=closed)
+    m = p1.q.shape[0]
+    if align:
+        aln = align_fn(p1.q, p2.q, closed=closed)
+        q2, gamma, shift = aln.q, aln.gamma, aln.shift
+    else:
+        q2, gamma, shift = p2.q, np.linspace(0.0, 1.0, m + 1), 0
+    start2 = p2.samples[shift]
+    path = geodesic_closed(p1.q, q2)[0] if closed else None
+    nodes = np.linspace(0.0, 1.0, m + 1)
+    out = []
+    for s in weights:
+        s = float(s)
+        if not 0.0 <= s <= 1.0:
+            raise ValueError(f"blend weight {s} is outside [0, 1]")
+        if path is not None:
+            qs = _path_point(path, s)
+        else:
+            qs = _slerp(p1.q, q2, s)
+        length = (1.0 - s) * p1.length + s * p2.length
+        start = (1.0 - s) * p1.start + s * start2
+        if s == 0.0:
+            curve = p1.samples.copy()
+        else:
+            curve = srv_inverse(qs * np.sqrt(length), start)
+        # timing: c1's time t is c2's time gamma(t); the blend's time u maps to t = (1-s) u + s gamma^-1(u)
+        times = (1.0 - s) * nodes + s * np.interp(nodes, gamma, nodes)
+        curve = _retime(curve, times)
+        frames = int(round((1.0 - s) * a.shape[0] + s * b.shape[0]))
+        out.append(resample(curve, max(frames, 2)))
+    return out
+
+
+align_fn = align  # ``blend`` has a parameter named ``align``
+
+
+def karcher_mean(curves: Sequence[np.ndarray], *, closed: bool = False, n_samples: int = 100,
+                 iterations: int = 20, tol: float = 1e-6) -> np.ndarray:
+    """Karcher (Fréchet) mean of clips on the SRV sphere, each aligned to the running mean."""
+    prepared = [prepare(c, n_samples=n_samples, closed=closed) for c in curves]
+    if not prepared:
+        raise ValueError("no clips to average")
+    mu = prepared[0].q.copy()
+    for _ in range(iterations):
+        tangent = np.zeros_like(mu)
+        for p in prepared:
+            q = align(mu, p.q, closed=closed).q
+            q = _unit(q)
+            theta = sphere_distance(mu, q)
+            if theta > 1e-12:
+                tangent += theta / np.sin(theta) * (q - np.cos(theta) * mu)
+        tangent /= len(prepared)
+        norm = np.sqrt(_inner(tangent, tangent))
+        if norm < tol:
+            break
+        mu = np.cos(norm) * mu + np.sin(norm) * tangent / norm
+        if closed:
+            mu = _to_closed(mu)
+    length = float(np.mean([p.length for p in prepared]))
+    start = np.mean([p.start for p in prepared], axis=0)
+    return srv_inverse(mu * np.sqrt(length), start)
+
+
+# ------------------------------------------------------------------------------------------------
+# Clustering
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Clustering:
+    labels: np.ndarray  # (m,) cluster ids from 1
+    linkage: np.ndarray  # (m-1, 4) scipy linkage matrix
+    leaves: list[int]  # dendrogram leaf order
+
+
+def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float | None = None,
+            method: str = "average") -> Clustering:
+    """Hierarchical clustering of a distance matrix; without n_clusters/threshold, cut at the largest gap."""
+    from scipy.cluster.hierarchy import dendrogram, fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    d = np.asarray(dist, dtype=float)
+    m = d.shape[0]
+    if d.ndim != 2 or d.shape[1] != m or m < 2:
+        raise ValueError("need a square distance matrix of at least 2 clips")
+    z = linkage(squareform(0.5 * (d + d.T), checks=False), method=method)
+    if n_clusters:
+        labels = fcluster(z, int(n_clusters), criterion="maxclust")
+    elif threshold is not None:
+        labels = fcluster(z, float(threshold), criterion="distance")
+    elif m < 3:
+        labels = np.ones(m, dtype=int)
+    else:
+        heights = z[:, 2]
+        gaps = np.diff(heights)
+        k = int(np.argmax(gaps))
+        labels = fcluster(z, 0.5 * (heights[k] + heights[k + 1]), criterion="distance")
+    leaves = dendrogram(z, no_plot=True)["leaves"]
+    return Clustering(np.asarray(labels, dtype=int), z, [int(i) for i in leaves])
+
+
+def nearest(dist: np.ndarray, index: int, k: int = 5) -> list[tuple[int, float]]:
+    """The ``k`` clips closest to clip ``index`` (itself excluded), nearest first."""
+    row = np.asarray(dist, dtype=float)[index]
+    order = [int(j) for j in np.argsort(row, kind="stable") if j != index]
+    return [(j, float(row[j])) for j in order[:k]]

@@ -1,0 +1,226 @@
+"""Seamless loops by closed-curve projection (seed §4.1), plus the baselines it is measured against.
+
+Pipeline of :func:`make_loop` on a continuous clip ``c`` (frames x channels):
+
+1. travel channels (root horizontal location) lose their straight-line trend ``D t`` so a
+   walk becomes a closable curve; ``D`` (one cycle's travel) is added back at the end, which is
+   what a Cycles modifier with *Repeat with Offset* then continues;
+2. ``q = R[c]`` (square-root velocity);
+3. the velocity seam: q at the first and last interval are eased to their mean over a short window,
+   so the loop's velocity is continuous (the seed's "higher-order continuity" outlook, eq. 14);
+   the projection below keeps the two equal because its update at a sample depends on q there only;
+4. Algorithm 1 projects q onto the closed curves C^c, and ``R^-1`` restores the start pose and
+   the length: the result starts and ends on the same pose (eq. 13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .channels import check_finite
+from .srv import project_closed, srv, srv_inverse, srv_length
+
+__all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "make_loop", "median_frame_change",
+           "seam_jump"]
+
+MIN_FRAMES = 4
+
+
+@dataclass
+class SeamJump:
+    """Discontinuity when the clip repeats, per channel, per frame (as Blender's Cycles modifier plays it)."""
+
+    pose: np.ndarray  # |c[N-1] - c[0] - offset|
+    velocity: np.ndarray  # |(c[N-1] - c[N-2]) - (c[1] - c[0])|
+
+
+@dataclass
+class LoopResult:
+    values: np.ndarray  # (N, n): last row = first row (+ one cycle's travel on travel channels)
+    before: SeamJump
+    after: SeamJump
+    deviation_rms: np.ndarray  # (n,) RMS difference from the input, per channel
+    iterations: int  # Newton steps of the closure projection
+    residual: float  # closure residual relative to the curve length, before the final snap
+    converged: bool
+
+
+@dataclass
+class Cycle:
+    start: int  # first sample of the cycle
+    stop: int  # last sample (inclusive): the pose that should equal ``start``'s
+    score: float  # seam mismatch in units of typical frame-to-frame change (lower is better)
+
+    @property
+    def period(self) -> int:
+        return self.stop - self.start
+
+
+def _check(values: np.ndarray) -> np.ndarray:
+    c = np.asarray(values, dtype=float)
+    if c.ndim == 1:
+        c = c[:, None]
+    if c.ndim != 2:
+        raise ValueError(f"values must be (frames, channels), got shape {c.shape}")
+    if c.shape[0] < MIN_FRAMES:
+        raise ValueError(f"the clip has {c.shape[0]} frame(s): a loop needs at least {MIN_FRAMES}")
+    check_finite(c)
+    return c
+
+
+def _travel_mask(n: int, travel: Sequence[int]) -> np.ndarray:
+    mask = np.zeros(n, dtype=bool)
+    if len(travel):
+        idx = np.asarray(travel, dtype=int)
+        if idx.min() < 0 or idx.max() >= n:
+            raise ValueError(f"travel channel index out of range 0..{n - 1}: {list(idx)}")
+        mask[idx] = True
+    return mask
+
+
+def seam_jump(values: np.ndarray, travel: Sequence[int] = ()) -> SeamJump:
+    c = _check(values)
+    mask = _travel_mask(c.shape[1], travel)
+    gap = c[-1] - c[0]
+    pose = np.abs(np.where(mask, 0.0, gap))
+    velocity = np.abs((c[-1] - c[-2]) - (c[1] - c[0]))
+    return SeamJump(pose, velocity)
+
+
+def median_frame_change(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Typical per-frame change of each channel: median |first difference|, median |second difference|."""
+    c = _check(values)
+    return np.median(np.abs(np.diff(c, axis=0)), axis=0), np.median(np.abs(np.diff(c, n=2, axis=0)), axis=0)
+
+
+def _ease_velocity_seam(q: np.ndarray, window: int) -> np.ndarray:
+    """q's first and last intervals meet at their mean, eased in over ``window`` intervals (cosine)."""
+    m = q.shape[0]
+    window = int(max(1, min(window, m // 2)))
+    q = q.copy()
+    target = 0.5 * (q[0] + q[-1])
+    k = np.arange(window)
+    w = 0.5 * (1.0 + np.cos(np.pi * k / window))[:, None]
+    d_start = target - q[0]
+    d_end = target - q[-1]
+    q[:window] += w * d_start
+    q[m - 1 - k] += w * d_end
+    return q
+
+
+def make_loop(
+    values: np.ndarray,
+    *,
+    travel: Sequence[int] = (),
+    velocity_window: int | None = None,
+    tol: float = 1e-6,
+    max_iter: int = 100,
+) -> LoopResult:
+    """Make a continuous clip (frames x channels) seamlessly cyclic; see the module docstring.
+
+    ``travel``: channels looped as velocity (root horizontal location).  ``velocity_window``:
+    intervals over which the velocity seam is eased (default: an eighth of the clip, 2..30).
+    """
+    c = _check(values)
+    n_frames, n = c.shape
+    mask = _travel_mask(n, travel)
+    t = np.linspace(0.0, 1.0, n_frames)[:, None]
+    displacement = np.where(mask, c[-1] - c[0], 0.0)
+    trend = t * displacement
+    base = c - trend
+    q = srv(base)
+    m = q.shape[0]
+    if velocity_window is None:
+        velocity_window = int(np.clip(round(m / 8), 2, 30))
+    iterations, residual, converged = 0, 0.0, True
+    if srv_length(q) > 0.0:
+        if velocity_window > 0:
+            q = _ease_velocity_seam(q, velocity_window)
+        closure = project_closed(q, tol=tol, max_iter=max_iter)
+        iterations, residual, converged = closure.iterations, closure.residual, closure.converged
+        looped = srv_inverse(closure.q, base[0])
+    else:
+        looped = base.copy()  # nothing moves apart from travel: already a loop
+    looped[-1] = looped[0]  # remove the last ~tol of closure gap: Cycles sees identical end keys
+    looped += trend
+    return LoopResult(
+        values=looped,
+        before=seam_jump(c, np.flatnonzero(mask)),
+        after=seam_jump(looped, np.flatnonzero(mask)),
+        deviation_rms=np.sqrt(np.mean((looped - c) ** 2, axis=0)),
+        iterations=iterations,
+        residual=residual,
+        converged=converged,
+    )
+
+
+def crossfade_loop(values: np.ndarray, window: int, travel: Sequence[int] = ()) -> np.ndarray:
+    """Baseline: the last ``window`` frames fade linearly into the first frame's pose."""
+    c = _check(values)
+    mask = _travel_mask(c.shape[1], travel)
+    window = int(max(1, min(window, c.shape[0] - 1)))
+    out = c.copy()
+    gap = np.where(mask, 0.0, c[0] - c[-1])
+    alpha = np.linspace(0.0, 1.0, window + 1)[:, None]
+    out[-window - 1:] += alpha * gap
+    return out
+
+
+def find_cycle(
+    values: np.ndarray,
+    *,
+    travel: Sequence[int] = (),
+    min_period: int | None = None,
+    max_period: int | None = None,
+    weights: np.ndarray | None = None,
+) -> Cycle:
+    """The best loopable range inside a longer clip: matching pose *and* velocity at its two ends.
+
+    Every start s and period P are scored by ``|pose gap|^2 / step^2 + |velocity gap|^2 / accel^2``
+    (step, accel: the clip's median frame-to-frame change and its change), over segments that move
+    at least half as fast as the clip's median; the shortest period scoring within 25 % of the best
+    wins, so a walk gives one stride rather than two.  Travel channels count by velocity only.
+    """
+    c = _check(values)
+    n_frames, n = c.shape
+    mask = _travel_mask(n, travel)
+    if weights is not None:
+        c = c * np.asarray(weights, dtype=float)[None, :]
+    pose = c[:, ~mask]
+    vel = np.diff(c, axis=0)  # (N-1, n)
+    speed = np.linalg.norm(vel, axis=1)
+    step = float(np.median(speed))
+    accel = float(np.median(np.linalg.norm(np.diff(vel, axis=0), axis=1)))
+    if step <= 0.0:
+        raise ValueError("the clip does not move: there is no cycle to find")
+    accel = max(accel, 1e-3 * step)
+    p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 4)
+    p_max = min(n_frames - 1, int(max_period) if max_period else n_frames - 1)
+    if p_min > p_max:
+        raise ValueError(f"no period between {p_min} and {p_max} frames fits in {n_frames} frames")
+    g_pose = pose @ pose.T
+    n_pose = np.diag(g_pose)
+    g_vel = vel @ vel.T
+    n_vel = np.diag(g_vel)
+    cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
+    best_per_p = np.full(p_max + 1, np.inf)
+    best_start = np.zeros(p_max + 1, dtype=int)
+    for p in range(p_min, p_max + 1):
+        s = np.arange(0, n_frames - p)
+        gap_pose = n_pose[s] + n_pose[s + p] - 2.0 * g_pose[s, s + p]
+        # velocity leaving the start (s -> s+1) vs arriving at the end (s+p-1 -> s+p)
+        gap_vel = n_vel[s] + n_vel[s + p - 1] - 2.0 * g_vel[s, s + p - 1]
+        score = np.maximum(gap_pose, 0.0) / step**2 + np.maximum(gap_vel, 0.0) / accel**2
+        mean_speed = (cum_speed[s + p] - cum_speed[s]) / p
+        score = np.where(mean_speed >= 0.5 * step, score, np.inf)
+        i = int(np.argmin(score))
+        best_per_p[p], best_start[p] = score[i], s[i]
+    best = float(np.min(best_per_p))
+    if not np.isfinite(best):
+        raise ValueError("no moving segment long enough to loop")
+    ok = np.flatnonzero(best_per_p <= 1.25 * best + 1e-9)
+    p = int(ok[0])
+    return Cycle(int(best_start[p]), int(best_start[p] + p), float(np.sqrt(best_per_p[p])))

@@ -1,0 +1,75 @@
+"""A clip as one multichannel curve, and back.
+
+The seed (Eslitzbichler) treats a pose as a point on the torus of joint angles; on the torus a
+curve is continuous once Euler tracks are unwrapped.  Quaternion bones become hemisphere-continuous
+4-vectors (a continuous representation that round-trips by normalising).  Clips of different
+lengths or frame rates are compared after resampling to a common number of samples, as the seed
+does ("scaling them to a common (time) length").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .channels import continuous_quaternions, unwrap_angles
+
+__all__ = ["EULER", "QUATERNION", "LOCATION", "from_motion_curve", "quaternion_groups", "resample",
+           "to_motion_curve"]
+
+EULER = "EULER"
+QUATERNION = "QUATERNION"
+LOCATION = "LOCATION"
+
+
+def quaternion_groups(kinds: Sequence[str], owners: Sequence[str] | None = None) -> list[np.ndarray]:
+    """Column indices of each complete quaternion (4 QUATERNION channels of one owner, in order)."""
+    idx = [j for j, k in enumerate(kinds) if k == QUATERNION]
+    if owners is None:
+        return [np.array(idx[i:i + 4]) for i in range(0, len(idx) - len(idx) % 4, 4)]
+    by_owner: dict[str, list[int]] = {}
+    for j in idx:
+        by_owner.setdefault(owners[j], []).append(j)
+    return [np.array(cols) for cols in by_owner.values() if len(cols) == 4]
+
+
+def to_motion_curve(values: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None) -> np.ndarray:
+    """Samples (N, n) -> a continuous curve: Euler columns unwrapped, quaternions sign-continuous."""
+    curve = np.array(values, dtype=float, copy=True)
+    if curve.ndim != 2 or curve.shape[1] != len(kinds):
+        raise ValueError(f"values must be (frames, {len(kinds)}), got {curve.shape}")
+    euler = [j for j, k in enumerate(kinds) if k == EULER]
+    if euler:
+        curve[:, euler] = unwrap_angles(curve[:, euler])
+    for cols in quaternion_groups(kinds, owners):
+        curve[:, cols] = continuous_quaternions(curve[:, cols])
+    return curve
+
+
+def from_motion_curve(curve: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None) -> np.ndarray:
+    """A (possibly edited) motion curve -> valid channel values: quaternions normalised.
+
+    Euler angles stay unwrapped: Blender plays any angle, and wrapping would add 360 degree jumps.
+    """
+    out = np.array(curve, dtype=float, copy=True)
+    for cols in quaternion_groups(kinds, owners):
+        norm = np.linalg.norm(out[:, cols], axis=1, keepdims=True)
+        out[:, cols] /= np.where(norm > 0.0, norm, 1.0)
+    return out
+
+
+def resample(values: np.ndarray, n_samples: int) -> np.ndarray:
+    """Linear resampling of (N, n) samples to ``n_samples`` equally spaced in the same time span."""
+    values = np.asarray(values, dtype=float)
+    n = values.shape[0]
+    if n_samples < 2:
+        raise ValueError("need at least 2 samples")
+    if n == n_samples:
+        return values.copy()
+    t_old = np.linspace(0.0, 1.0, n)
+    t_new = np.linspace(0.0, 1.0, n_samples)
+    pos = np.interp(t_new, t_old, np.arange(n, dtype=float))
+    i0 = np.clip(np.floor(pos).astype(int), 0, n - 2)
+    f = (pos - i0)[:, None]
+    return (1.0 - f) * values[i0] + f * values[i0 + 1]
