@@ -319,11 +319,11 @@ def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic
 
 
 def distance_matrix(curves: Sequence[np.ndarray], **options) -> np.ndarray:
-    result = None
-    for _, result in iter_distance_matrix(curves, **options):
+    final = None
+    for _, final in iter_distance_matrix(curves, **options):  # noqa: B007  (the last value is the result)
         pass
-    assert result is not None
-    return result
+    assert final is not None
+    return final
 
 
 # ------------------------------------------------------------------------------------------------

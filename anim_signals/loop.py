@@ -148,8 +148,8 @@ def make_loop(
     looped += trend
     return LoopResult(
         values=looped,
-        before=seam_jump(c, np.flatnonzero(mask)),
-        after=seam_jump(looped, np.flatnonzero(mask)),
+        before=seam_jump(c, travel),
+        after=seam_jump(looped, travel),
         deviation_rms=np.sqrt(np.mean((looped - c) ** 2, axis=0)),
         iterations=iterations,
         residual=residual,
