@@ -96,12 +96,24 @@ def _dp(q1: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, float]:
     n1 = np.einsum("ij,ij->i", q1, q1)
     cum_n1 = np.concatenate([[0.0], np.cumsum(n1)])
     cum_n2 = np.concatenate([[0.0], np.cumsum(np.einsum("ij,ij->i", q2, q2))])
-    gram = q1 @ q2.T
+    gram = np.zeros((m + MAX_SLOPE, m + MAX_SLOPE))
+    gram[:m, :m] = q1 @ q2.T
     energy = np.full((m + 1, m + 1), np.inf)
     energy[0, 0] = 0.0
     choice = np.full((m + 1, m + 1), -1, dtype=np.int16)
-    # precomputed per move: q2 interval offset under each of q1's di sub-intervals
-    offsets = [np.floor((np.arange(di) + 0.5) * dj / di).astype(int) for di, dj in MOVES]
+    # Edge costs of every move from every node at once: (M+1, M+1) per move; the cross term sums
+    # q1's di sub-intervals against the q2 interval under each sub-interval's midpoint.
+    nodes = np.arange(m + 1)
+    costs = []
+    for di, dj in MOVES:
+        cross = np.zeros((m + 1, m + 1))
+        for sub in range(di):
+            off = int(np.floor((sub + 0.5) * dj / di))
+            cross += gram[sub: sub + m + 1, off: off + m + 1]
+        i1 = np.minimum(nodes + di, m)
+        j1 = np.minimum(nodes + dj, m)
+        cost = (cum_n1[i1] - cum_n1[nodes])[:, None] + (cum_n2[j1] - cum_n2[nodes])[None, :]
+        costs.append(h * (cost - 2.0 * np.sqrt(dj / di) * cross))
     for i in range(1, m + 1):
         row = energy[i]
         row_choice = choice[i]
@@ -109,20 +121,11 @@ def _dp(q1: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, float]:
             i0 = i - di
             if i0 < 0:
                 continue
-            j0 = np.arange(0, m + 1 - dj)
-            prev = energy[i0, j0]
-            if not np.isfinite(prev).any():
-                continue
-            cross = np.zeros(j0.shape[0])
-            for sub, off in enumerate(offsets[k]):
-                cross += gram[i0 + sub, j0 + off]
-            cost = h * ((cum_n1[i] - cum_n1[i0]) + (cum_n2[j0 + dj] - cum_n2[j0]) - 2.0 * np.sqrt(dj / di) * cross)
-            cand = prev + cost
+            cand = energy[i0, : m + 1 - dj] + costs[k][i0, : m + 1 - dj]
             target = row[dj:]
             better = cand < target
-            if better.any():
-                target[better] = cand[better]
-                row_choice[dj:][better] = k
+            target[better] = cand[better]
+            row_choice[dj:][better] = k
     # backtrack
     path_i, path_j = [m], [m]
     i = j = m
