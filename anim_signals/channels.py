@@ -10,12 +10,42 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["check_finite", "continuous_quaternions", "unwrap_angles"]
+__all__ = ["EULER_ORDERS", "check_finite", "continuous_quaternions", "euler_filter", "unwrap_angles"]
+
+EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 
 
 def unwrap_angles(values: np.ndarray) -> np.ndarray:
     """Remove 2*pi jumps along the frame axis (radians)."""
     return np.unwrap(np.asarray(values, dtype=float), axis=0)
+
+
+def euler_filter(angles: np.ndarray, order: str) -> np.ndarray:
+    """Euler triples (N, 3) as (x, y, z) made continuous: 2*pi wraps *and* gimbal flips removed.
+
+    Every Tait-Bryan rotation has a second Euler triple: first and last angle + pi, middle angle
+    pi - middle.  Mocap exporters switch between the two (jumps of up to 180 degrees on all three
+    channels at once); like Blender's Discontinuity (Euler) Filter, each frame takes the triple
+    closest to the previous frame, each angle shifted by whole turns.
+    """
+    a = np.array(angles, dtype=float, copy=True)
+    if a.ndim != 2 or a.shape[1] != 3:
+        raise ValueError(f"Euler angles must be (frames, 3), got {a.shape}")
+    if order not in EULER_ORDERS:
+        raise ValueError(f"unknown Euler order {order!r}")
+    axes = ["XYZ".index(ax) for ax in order]
+    two_pi = 2.0 * np.pi
+    for k in range(1, a.shape[0]):
+        prev = a[k - 1]
+        cand = a[k].copy()
+        alt = cand.copy()
+        alt[axes[0]] += np.pi
+        alt[axes[1]] = np.pi - alt[axes[1]]
+        alt[axes[2]] += np.pi
+        cand += two_pi * np.round((prev - cand) / two_pi)
+        alt += two_pi * np.round((prev - alt) / two_pi)
+        a[k] = alt if np.sum((alt - prev) ** 2) < np.sum((cand - prev) ** 2) - 1e-12 else cand
+    return a
 
 
 def continuous_quaternions(quats: np.ndarray) -> np.ndarray:

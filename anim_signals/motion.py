@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .channels import continuous_quaternions, unwrap_angles
+from .channels import EULER_ORDERS, continuous_quaternions, euler_filter, unwrap_angles
 
 __all__ = ["EULER", "QUATERNION", "LOCATION", "from_motion_curve", "quaternion_groups", "resample",
            "to_motion_curve"]
@@ -34,12 +34,50 @@ def quaternion_groups(kinds: Sequence[str], owners: Sequence[str] | None = None)
     return [np.array(cols) for cols in by_owner.values() if len(cols) == 4]
 
 
-def to_motion_curve(values: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None) -> np.ndarray:
-    """Samples (N, n) -> a continuous curve: Euler columns unwrapped, quaternions sign-continuous."""
+def euler_triples(kinds: Sequence[str], owners: Sequence[str] | None,
+                  rotation_modes: Sequence[str | None] | None,
+                  indices: Sequence[int] | None = None) -> list[tuple[np.ndarray, str]]:
+    """(columns of x, y, z; order) of every complete Euler rotation whose order is known.
+
+    ``indices``: each channel's component (F-curve array_index); default: in x, y, z order.
+    """
+    if owners is None or rotation_modes is None:
+        return []
+    by_owner: dict[str, list[int]] = {}
+    for j, k in enumerate(kinds):
+        if k == EULER:
+            by_owner.setdefault(owners[j], []).append(j)
+    out = []
+    for cols in by_owner.values():
+        mode = rotation_modes[cols[0]]
+        if len(cols) == 3 and mode in EULER_ORDERS:
+            if indices is not None:
+                comps = [int(indices[c]) for c in cols]
+                if sorted(comps) != [0, 1, 2]:
+                    continue
+                cols = [c for _, c in sorted(zip(comps, cols))]
+            out.append((np.array(cols), str(mode)))
+    return out
+
+
+def to_motion_curve(values: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None,
+                    rotation_modes: Sequence[str | None] | None = None,
+                    indices: Sequence[int] | None = None) -> np.ndarray:
+    """Samples (N, n) -> a continuous curve: Euler columns unwrapped, quaternions sign-continuous.
+
+    With ``owners`` and ``rotation_modes`` (per channel, e.g. 'ZXY'), complete Euler triples also
+    lose gimbal flips (:func:`channels.euler_filter`), which raw mocap has; ``indices`` gives each
+    channel's component (F-curve array_index) when a triple is not stored in x, y, z order.
+    """
     curve = np.array(values, dtype=float, copy=True)
     if curve.ndim != 2 or curve.shape[1] != len(kinds):
         raise ValueError(f"values must be (frames, {len(kinds)}), got {curve.shape}")
-    euler = [j for j, k in enumerate(kinds) if k == EULER]
+    triples = euler_triples(kinds, owners, rotation_modes, indices)
+    filtered = set()
+    for cols, order in triples:
+        curve[:, cols] = euler_filter(curve[:, cols], order)
+        filtered.update(int(c) for c in cols)
+    euler = [j for j, k in enumerate(kinds) if k == EULER and j not in filtered]
     if euler:
         curve[:, euler] = unwrap_angles(curve[:, euler])
     for cols in quaternion_groups(kinds, owners):
