@@ -73,7 +73,7 @@ def to_motion_curve(values: np.ndarray, kinds: Sequence[str], owners: Sequence[s
     if curve.ndim != 2 or curve.shape[1] != len(kinds):
         raise ValueError(f"values must be (frames, {len(kinds)}), got {curve.shape}")
     triples = euler_triples(kinds, owners, rotation_modes, indices)
-    filtered = set()
+    filtered: set[int] = set()
     for cols, order in triples:
         curve[:, cols] = euler_filter(curve[:, cols], order)
         filtered.update(int(c) for c in cols)
