@@ -87,6 +87,19 @@ class Alignment:
     cost: float  # squared L2 distance after alignment
 
 
+def _overlaps(di: int, dj: int) -> list[tuple[int, int, float]]:
+    """(q1 sub-interval, q2 interval offset, overlap length in q2 index units) along a move."""
+    r = dj / di
+    out = []
+    for sub in range(di):
+        lo, hi = sub * r, (sub + 1) * r
+        for off in range(int(np.floor(lo)), int(np.ceil(hi))):
+            overlap = min(hi, off + 1) - max(lo, off)
+            if overlap > 1e-12:
+                out.append((sub, off, overlap))
+    return out
+
+
 def _dp(q1: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, float]:
     """Warp minimising |q1 - (q2 o g) sqrt(g')|^2 over lattice paths (0,0) -> (M,M); returns nodes of g."""
     m = q1.shape[0]
@@ -101,19 +114,20 @@ def _dp(q1: np.ndarray, q2: np.ndarray) -> tuple[np.ndarray, float]:
     energy = np.full((m + 1, m + 1), np.inf)
     energy[0, 0] = 0.0
     choice = np.full((m + 1, m + 1), -1, dtype=np.int16)
-    # Edge costs of every move from every node at once: (M+1, M+1) per move; the cross term sums
-    # q1's di sub-intervals against the q2 interval under each sub-interval's midpoint.
+    # Edge costs of every move from every node at once: (M+1, M+1) per move.  Along a move (di, dj)
+    # q1's sub-interval ``sub`` maps onto q2's index range [sub r, (sub+1) r], r = dj/di, so
+    # integral q1 . sqrt(g') q2(g) dt = h / sqrt(r) * sum over q2 intervals of overlap * <q1_a, q2_j>.
     nodes = np.arange(m + 1)
     costs = []
     for di, dj in MOVES:
+        r = dj / di
         cross = np.zeros((m + 1, m + 1))
-        for sub in range(di):
-            off = int(np.floor((sub + 0.5) * dj / di))
-            cross += gram[sub: sub + m + 1, off: off + m + 1]
+        for sub, off, weight in _overlaps(di, dj):
+            cross += weight * gram[sub: sub + m + 1, off: off + m + 1]
         i1 = np.minimum(nodes + di, m)
         j1 = np.minimum(nodes + dj, m)
         cost = (cum_n1[i1] - cum_n1[nodes])[:, None] + (cum_n2[j1] - cum_n2[nodes])[None, :]
-        costs.append(h * (cost - 2.0 * np.sqrt(dj / di) * cross))
+        costs.append(h * (cost - 2.0 / np.sqrt(r) * cross))
     for i in range(1, m + 1):
         row = energy[i]
         row_choice = choice[i]

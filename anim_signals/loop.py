@@ -6,11 +6,12 @@ Pipeline of :func:`make_loop` on a continuous clip ``c`` (frames x channels):
    walk becomes a closable curve; ``D`` (one cycle's travel) is added back at the end, which is
    what a Cycles modifier with *Repeat with Offset* then continues;
 2. ``q = R[c]`` (square-root velocity);
-3. the velocity seam: q at the first and last interval are eased to their mean over a short window,
-   so the loop's velocity is continuous (the seed's "higher-order continuity" outlook, eq. 14);
-   the projection below keeps the two equal because its update at a sample depends on q there only;
-4. Algorithm 1 projects q onto the closed curves C^c, and ``R^-1`` restores the start pose and
-   the length: the result starts and ends on the same pose (eq. 13).
+3. Algorithm 1 projects q onto the closed curves C^c, and ``R^-1`` restores the start pose and
+   the length: the result starts and ends on the same pose (eq. 13);
+4. the velocity seam (eq. 14, the seed's "higher-order continuity" outlook): the first and last
+   frame steps are bent to their mean by cubic Hermite bumps over a short window at each end.  The
+   bumps are zero at the seam and at the window's inner edge (value and slope), so the closed pose
+   stays closed and the middle of the clip is untouched.
 """
 
 from __future__ import annotations
@@ -96,19 +97,21 @@ def median_frame_change(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.median(np.abs(np.diff(c, axis=0)), axis=0), np.median(np.abs(np.diff(c, n=2, axis=0)), axis=0)
 
 
-def _ease_velocity_seam(q: np.ndarray, window: int) -> np.ndarray:
-    """q's first and last intervals meet at their mean, eased in over ``window`` intervals (cosine)."""
-    m = q.shape[0]
-    window = int(max(1, min(window, m // 2)))
-    q = q.copy()
-    target = 0.5 * (q[0] + q[-1])
-    k = np.arange(window)
-    w = 0.5 * (1.0 + np.cos(np.pi * k / window))[:, None]
-    d_start = target - q[0]
-    d_end = target - q[-1]
-    q[:window] += w * d_start
-    q[m - 1 - k] += w * d_end
-    return q
+def _match_seam_velocity(c: np.ndarray, window: int) -> np.ndarray:
+    """Bend the first and last frame steps of a closed clip to their mean, locally (see module doc)."""
+    n_frames = c.shape[0]
+    window = int(max(1, min(window, (n_frames - 1) // 2)))
+    c = c.copy()
+    v_start = c[1] - c[0]
+    v_end = c[-1] - c[-2]
+    target = 0.5 * (v_start + v_end)
+    s = np.arange(window + 1) / window  # 0 at the seam end of each window
+    h10 = s**3 - 2.0 * s**2 + s  # value 0 at both ends, slope 1 at s=0, slope 0 at s=1
+    # start: c[k] += A h10(k / W), first step changes by A h10(1/W)
+    c[: window + 1] += ((target - v_start) / h10[1])[None, :] * h10[:, None]
+    # end (mirrored): c[N-1-k] += B h10(k / W); the last step c[N-1] - c[N-2] changes by -B h10(1/W)
+    c[n_frames - 1 - np.arange(window + 1)] += (-(target - v_end) / h10[1])[None, :] * h10[:, None]
+    return c
 
 
 def make_loop(
@@ -122,7 +125,8 @@ def make_loop(
     """Make a continuous clip (frames x channels) seamlessly cyclic; see the module docstring.
 
     ``travel``: channels looped as velocity (root horizontal location).  ``velocity_window``:
-    intervals over which the velocity seam is eased (default: an eighth of the clip, 2..30).
+    frames at each end over which the velocity seam is matched (default: a tenth of the clip,
+    3..24; 0 leaves the velocity seam as the projection makes it).
     """
     c = _check(values)
     n_frames, n = c.shape
@@ -132,19 +136,19 @@ def make_loop(
     trend = t * displacement
     base = c - trend
     q = srv(base)
-    m = q.shape[0]
+    m = n_frames - 1
     if velocity_window is None:
-        velocity_window = int(np.clip(round(m / 8), 2, 30))
+        velocity_window = int(np.clip(round(m / 10), 3, 24))
     iterations, residual, converged = 0, 0.0, True
     if srv_length(q) > 0.0:
-        if velocity_window > 0:
-            q = _ease_velocity_seam(q, velocity_window)
         closure = project_closed(q, tol=tol, max_iter=max_iter)
         iterations, residual, converged = closure.iterations, closure.residual, closure.converged
         looped = srv_inverse(closure.q, base[0])
     else:
         looped = base.copy()  # nothing moves apart from travel: already a loop
     looped[-1] = looped[0]  # remove the last ~tol of closure gap: Cycles sees identical end keys
+    if velocity_window > 0 and n_frames >= 5:
+        looped = _match_seam_velocity(looped, velocity_window)
     looped += trend
     return LoopResult(
         values=looped,
@@ -179,10 +183,12 @@ def find_cycle(
 ) -> Cycle:
     """The best loopable range inside a longer clip: matching pose *and* velocity at its two ends.
 
-    Every start s and period P are scored by ``|pose gap|^2 / step^2 + |velocity gap|^2 / accel^2``
-    (step, accel: the clip's median frame-to-frame change and its change), over segments that move
-    at least half as fast as the clip's median; the shortest period scoring within 25 % of the best
-    wins, so a walk gives one stride rather than two.  Travel channels count by velocity only.
+    Every start s and period P are scored by ``sqrt(|pose gap|^2 + (2 |velocity gap|)^2) / step``
+    (step: the clip's median frame-to-frame change, so the score reads "frames of motion"), over
+    segments that move at least half as fast as the clip's median.  The shortest period scoring
+    within 25 % or half a step of the best wins, so a walk gives one stride rather than two even
+    when noise makes a multiple of the period score marginally better.  Travel channels count by
+    velocity only.
     """
     c = _check(values)
     n_frames, n = c.shape
@@ -193,10 +199,8 @@ def find_cycle(
     vel = np.diff(c, axis=0)  # (N-1, n)
     speed = np.linalg.norm(vel, axis=1)
     step = float(np.median(speed))
-    accel = float(np.median(np.linalg.norm(np.diff(vel, axis=0), axis=1)))
     if step <= 0.0:
         raise ValueError("the clip does not move: there is no cycle to find")
-    accel = max(accel, 1e-3 * step)
     p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 4)
     p_max = min(n_frames - 1, int(max_period) if max_period else n_frames - 1)
     if p_min > p_max:
@@ -213,7 +217,7 @@ def find_cycle(
         gap_pose = n_pose[s] + n_pose[s + p] - 2.0 * g_pose[s, s + p]
         # velocity leaving the start (s -> s+1) vs arriving at the end (s+p-1 -> s+p)
         gap_vel = n_vel[s] + n_vel[s + p - 1] - 2.0 * g_vel[s, s + p - 1]
-        score = np.maximum(gap_pose, 0.0) / step**2 + np.maximum(gap_vel, 0.0) / accel**2
+        score = np.sqrt(np.maximum(gap_pose, 0.0) + 4.0 * np.maximum(gap_vel, 0.0)) / step
         mean_speed = (cum_speed[s + p] - cum_speed[s]) / p
         score = np.where(mean_speed >= 0.5 * step, score, np.inf)
         i = int(np.argmin(score))
@@ -221,6 +225,6 @@ def find_cycle(
     best = float(np.min(best_per_p))
     if not np.isfinite(best):
         raise ValueError("no moving segment long enough to loop")
-    ok = np.flatnonzero(best_per_p <= 1.25 * best + 1e-9)
+    ok = np.flatnonzero(best_per_p <= max(1.25 * best, best + 0.5) + 1e-9)
     p = int(ok[0])
-    return Cycle(int(best_start[p]), int(best_start[p] + p), float(np.sqrt(best_per_p[p])))
+    return Cycle(int(best_start[p]), int(best_start[p] + p), float(best_per_p[p]))
