@@ -354,17 +354,34 @@ def _retime(curve: np.ndarray, times: np.ndarray) -> np.ndarray:
     return np.column_stack([np.interp(times, grid, curve[:, j]) for j in range(curve.shape[1])])
 
 
+def _roll_closed(curve: np.ndarray, shift: int) -> np.ndarray:
+    """Start a closed curve (last sample = first) ``shift`` samples later: sample i <- sample i + shift."""
+    body = np.roll(curve[:-1], -shift, axis=0)
+    return np.vstack([body, body[:1]])
+
+
 def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: bool = False,
-          align: bool = True) -> list[np.ndarray]:
+          align: bool = True, travel: Sequence[int] = ()) -> list[np.ndarray]:
     """Clips along the geodesic from c1 (weight 0) to c2 (weight 1), time-aligned (seed §4.2).
 
     The blend of shape is the geodesic in SRV space after optimal reparametrisation; start pose and
     length are interpolated linearly; timing moves from c1's to c2's (the warp is interpolated too),
-    so weight 1 gives c2 back and weight 0 gives c1.  A result has round((1-s) N1 + s N2) frames.
+    and for closed curves the start phase as well, so weight 1 gives c2 back and weight 0 gives c1.
+    ``travel`` channels (root horizontal location) are blended as their straight-line trend plus
+    the blended remainder, so a blend of two walks walks as far as the weights say.  A result has
+    round((1-s) N1 + s N2) frames.
     """
     a, b = _as_curve(c1), _as_curve(c2)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"clips have {a.shape[1]} and {b.shape[1]} channels")
+    original = a.copy()
+    n1, n2 = a.shape[0], b.shape[0]
+    mask = np.zeros(a.shape[1], dtype=bool)
+    mask[np.asarray(travel, dtype=int)] = True
+    d1 = np.where(mask, a[-1] - a[0], 0.0)
+    d2 = np.where(mask, b[-1] - b[0], 0.0)
+    a = a - np.linspace(0.0, 1.0, a.shape[0])[:, None] * d1
+    b = b - np.linspace(0.0, 1.0, b.shape[0])[:, None] * d2
     n = max(a.shape[0], b.shape[0], 4)
     p1 = prepare(a, n_samples=n, closed=closed)
     p2 = prepare(b, n_samples=n, closed=closed)
@@ -374,6 +391,7 @@ def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: b
         q2, gamma, shift = aln.q, aln.gamma, aln.shift
     else:
         q2, gamma, shift = p2.q, np.linspace(0.0, 1.0, m + 1), 0
+    signed_shift = shift if shift <= m // 2 else shift - m
     start2 = p2.samples[shift]
     path = geodesic_closed(p1.q, q2)[0] if closed else None
     nodes = np.linspace(0.0, 1.0, m + 1)
@@ -382,21 +400,24 @@ def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: b
         s = float(s)
         if not 0.0 <= s <= 1.0:
             raise ValueError(f"blend weight {s} is outside [0, 1]")
-        if path is not None:
-            qs = _path_point(path, s)
-        else:
-            qs = _slerp(p1.q, q2, s)
+        if s == 0.0:
+            out.append(original.copy())  # exactly c1 (no resampling round trip)
+            continue
+        qs = _path_point(path, s) if path is not None else _slerp(p1.q, q2, s)
         length = (1.0 - s) * p1.length + s * p2.length
         start = (1.0 - s) * p1.start + s * start2
-        if s == 0.0:
-            curve = p1.samples.copy()
-        else:
-            curve = srv_inverse(qs * np.sqrt(length), start)
+        curve = srv_inverse(qs * np.sqrt(length), start)
+        if closed:
+            curve[-1] = curve[0]
         # timing: c1's time t is c2's time gamma(t); the blend's time u maps to t = (1-s) u + s gamma^-1(u)
         times = (1.0 - s) * nodes + s * np.interp(nodes, gamma, nodes)
         curve = _retime(curve, times)
-        frames = int(round((1.0 - s) * a.shape[0] + s * b.shape[0]))
-        out.append(resample(curve, max(frames, 2)))
+        if closed and signed_shift:
+            curve = _roll_closed(curve, -int(round(s * signed_shift)))
+        frames = max(int(round((1.0 - s) * n1 + s * n2)), 2)
+        curve = resample(curve, frames)
+        curve += np.linspace(0.0, 1.0, frames)[:, None] * ((1.0 - s) * d1 + s * d2)
+        out.append(curve)
     return out
 
 

@@ -1,0 +1,47 @@
+"""Blends of clips: travel channels, closed-curve phase, weights at the ends (expectations from construction)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from anim_signals.elastic import blend
+
+
+def _walk(n: int, period: float, phase: float, speed: float, amp: float = 1.0) -> np.ndarray:
+    t = np.arange(n, dtype=float)
+    w = 2 * np.pi * t / period + phase
+    return np.column_stack([speed * t, amp * np.sin(w), 0.6 * amp * np.cos(w), 0.3 * np.sin(2 * w)])
+
+
+def test_travel_channels_blend_their_displacement():
+    a = _walk(61, 60.0, 0.0, 0.05)
+    b = _walk(61, 60.0, 0.0, 0.09, amp=1.3)
+    half = blend(a, b, [0.5], travel=[0])[0]
+    # forward travel is the weighted mean of the two clips' travel, and it keeps increasing
+    assert half[-1, 0] - half[0, 0] == pytest.approx(0.5 * (a[-1, 0] - a[0, 0]) + 0.5 * (b[-1, 0] - b[0, 0]), rel=1e-9)
+    assert np.all(np.diff(half[:, 0]) > 0)
+    # the oscillating channels lie between the inputs' amplitudes
+    amp = np.ptp(half[:, 1])
+    assert np.ptp(a[:, 1]) < amp < np.ptp(b[:, 1])
+
+
+def test_closed_blend_weight_one_gives_c2_from_its_own_start():
+    n = 81
+    a = _walk(n, 80.0, 0.0, 0.0)
+    b = _walk(n, 80.0, 1.1, 0.0, amp=0.8)  # same loop shape family, another phase
+    a[-1], b[-1] = a[0], b[0]
+    zero, one = blend(a, b, [0.0, 1.0], closed=True)
+    np.testing.assert_allclose(zero, a, atol=1e-9)
+    # the closed projection and lattice warp move samples slightly; the phase must be b's own
+    assert np.abs(one - b).max() < 0.08 * np.ptp(b)
+    assert np.abs(one[0] - b[0]).max() < 0.08 * np.ptp(b)
+
+
+def test_open_blend_end_weights():
+    a = _walk(50, 45.0, 0.3, 0.0)
+    b = _walk(70, 55.0, 0.9, 0.0, amp=1.2)
+    zero, one = blend(a, b, [0.0, 1.0])
+    assert zero.shape == a.shape and one.shape == b.shape
+    np.testing.assert_allclose(zero, a, atol=1e-9)
+    assert np.abs(one - b).max() < 0.08 * np.ptp(b)
