@@ -25,7 +25,7 @@ from .channels import check_finite
 from .srv import project_closed, srv, srv_inverse, srv_length
 
 __all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "make_loop", "median_frame_change",
-           "seam_jump"]
+           "seam_jump", "select_travel"]
 
 MIN_FRAMES = 4
 
@@ -80,6 +80,22 @@ def _travel_mask(n: int, travel: Sequence[int]) -> np.ndarray:
             raise ValueError(f"travel channel index out of range 0..{n - 1}: {list(idx)}")
         mask[idx] = True
     return mask
+
+
+def select_travel(values: np.ndarray, candidates: Sequence[int], *, ratio: float = 0.5) -> list[int]:
+    """The candidate channels (horizontal root location) that really travel over the clip.
+
+    A channel travels when its net displacement is at least ``ratio`` of its range: walking forward
+    does, the side-to-side sway of the same walk does not (looped as velocity, the sway's small
+    start-end gap would become a drift that grows every cycle).
+    """
+    c = np.asarray(values, dtype=float)
+    out = []
+    for j in candidates:
+        span = float(np.ptp(c[:, j]))
+        if span > 0.0 and abs(float(c[-1, j] - c[0, j])) >= ratio * span:
+            out.append(int(j))
+    return out
 
 
 def seam_jump(values: np.ndarray, travel: Sequence[int] = ()) -> SeamJump:

@@ -4,9 +4,9 @@
 only imported from the extension's ``register()``.
 """
 
-from . import bridge, fit
+from . import bridge, fit, motion_ops
 
-_modules = (fit,)
+_modules = (fit, motion_ops)
 
 
 def register() -> None:

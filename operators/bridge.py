@@ -9,6 +9,7 @@ Hot paths use ``foreach_get`` / ``foreach_set``; no per-key Python loops.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -446,10 +447,11 @@ def slot_identifier(id_data: bpy.types.ID) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[int]) -> np.ndarray:
+def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float]) -> np.ndarray:
     """World-space head positions of every pose bone at ``frames``: (len(frames), n_bones, 3).
 
-    Sets the scene frame for each sample and restores the current frame afterwards.
+    Sets the scene frame for each sample (fractional frames as subframes) and restores the current
+    frame afterwards.
     """
     if ob.type != "ARMATURE" or ob.pose is None:
         return np.empty((len(frames), 0, 3))
@@ -459,7 +461,8 @@ def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     heads = np.empty(3 * n_bones, dtype=np.float32)
     try:
         for i, f in enumerate(frames):
-            scene.frame_set(int(f))
+            whole = math.floor(f)
+            scene.frame_set(int(whole), subframe=float(f) - whole)
             depsgraph = bpy.context.evaluated_depsgraph_get()
             ob_eval: Any = ob.evaluated_get(depsgraph)
             ob_eval.pose.bones.foreach_get("head", heads)
@@ -469,3 +472,285 @@ def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     finally:
         scene.frame_set(frame0, subframe=sub0)
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Actions that are not (necessarily) assigned: loop / blend / compare
+# --------------------------------------------------------------------------------------------
+
+
+def action_slot_for(action: bpy.types.Action, id_data: Any = None):
+    """The slot of ``action`` to read: the one ``id_data`` is animated by when it uses this action,
+    else the first slot that has F-curves (else the first slot). None on legacy actions (4.2/4.3)."""
+    if not has_slots() or not hasattr(action, "slots"):
+        return None
+    if id_data is not None and get_action(id_data) == action:
+        slot = get_slot(id_data)
+        if slot is not None:
+            return slot
+    first = None
+    for slot in action.slots:
+        if first is None:
+            first = slot
+        cb = _channelbag(action, slot)
+        if cb is not None and len(cb.fcurves):
+            return slot
+    return first
+
+
+def fcurves_of_action(action: bpy.types.Action | None, id_data: Any = None) -> list[bpy.types.FCurve]:
+    """An action's F-curves without assigning it (legacy: all; slotted: see :func:`action_slot_for`)."""
+    if action is None:
+        return []
+    if has_slots() and hasattr(action, "slots") and not getattr(action, "is_action_legacy", False):
+        slot = action_slot_for(action, id_data)
+        return action_fcurves(action, slot) if slot is not None else []
+    return action_fcurves(action, None)
+
+
+def action_slot_identifier(action: bpy.types.Action, id_data: Any = None) -> str | None:
+    slot = action_slot_for(action, id_data)
+    return None if slot is None else slot.identifier
+
+
+def objects_using_action(action: bpy.types.Action) -> list[bpy.types.Object]:
+    """Objects whose own animation data (not NLA) uses ``action``."""
+    return [ob for ob in bpy.data.objects if get_action(ob) == action]
+
+
+def action_frame_range(action: bpy.types.Action, fcurves: Sequence[bpy.types.FCurve] | None = None) -> tuple[int, int]:
+    """The action's frame range (manual range when set) rounded to whole frames. With ``fcurves``
+    and no manual range: the key range of those curves."""
+    if fcurves and not action.use_frame_range:
+        frames = [read_key_frames(fc) for fc in fcurves]
+        frames = [f for f in frames if f.size]
+        if frames:
+            lo = min(float(f.min()) for f in frames)
+            hi = max(float(f.max()) for f in frames)
+            return int(round(lo)), int(round(hi))
+    rng: Any = action.frame_range
+    return int(round(rng[0])), int(round(rng[1]))
+
+
+def set_action_frame_range(action: bpy.types.Action, start: float, end: float, *, cyclic: bool) -> None:
+    """Give ``action`` a manual frame range (used by the NLA and the Action editor) and the cyclic flag."""
+    action.use_frame_range = True
+    # frame_end is clamped to >= frame_start: set in an order that never inverts the range.
+    if start > action.frame_end:
+        action.frame_end = end
+        action.frame_start = start
+    else:
+        action.frame_start = start
+        action.frame_end = end
+    action.use_cyclic = cyclic
+
+
+def duplicate_action(action: bpy.types.Action, name: str) -> bpy.types.Action:
+    """A copy of ``action`` named ``name`` (unlike :func:`copy_action`, the original is left alone)."""
+    new: Any = action.copy()
+    new.name = name
+    return new
+
+
+def remove_fcurve(action: bpy.types.Action, slot, fc: bpy.types.FCurve) -> None:
+    """Delete ``fc`` from ``action`` (from the slot's channelbag on 4.4+)."""
+    if slot is not None and hasattr(action, "layers"):
+        cb = _channelbag(action, slot)
+        if cb is not None:
+            cb.fcurves.remove(fc)
+            return
+    legacy = getattr(action, "fcurves", None)
+    if legacy is not None:
+        legacy.remove(fc)
+
+
+def has_cycles(fc: bpy.types.FCurve) -> bool:
+    return any(m.type == "CYCLES" for m in fc.modifiers)
+
+
+def modifier_types(fc: bpy.types.FCurve) -> set[str]:
+    return {m.type for m in fc.modifiers}
+
+
+def clear_modifiers(fc: bpy.types.FCurve) -> None:
+    for m in list(fc.modifiers):
+        fc.modifiers.remove(m)
+
+
+def add_cycles(fc: bpy.types.FCurve, mode: str = "REPEAT_OFFSET") -> None:
+    """One Cycles modifier (before and after the keys) replacing any existing one. REPEAT_OFFSET
+    adds the curve's last-minus-first value per cycle (locomotion keeps moving), and equals REPEAT on
+    curves whose last key has the first key's value."""
+    for m in list(fc.modifiers):
+        if m.type == "CYCLES":
+            fc.modifiers.remove(m)
+    mod: Any = fc.modifiers.new("CYCLES")
+    mod.mode_before = mode
+    mod.mode_after = mode
+    fc.update()
+
+
+def write_dense(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
+    """Replace the keys of ``fc`` with one key per frame (Bezier, auto-clamped handles, which Blender
+    computes cycle-aware when the curve has a Cycles modifier): the curve passes through every value."""
+    frames = np.asarray(frames, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if frames.shape != values.shape:
+        raise ValueError(f"{frames.size} frames but {values.size} values")
+    n = frames.size
+    kps = fc.keyframe_points
+    kps.clear()
+    if n:
+        co = np.column_stack([frames, values]).astype(np.float32).ravel()
+        kps.add(n)
+        kps.foreach_set("co", co)
+        kps.foreach_set("handle_left", co)
+        kps.foreach_set("handle_right", co)
+        auto = handle_type_values()["AUTO_CLAMPED"]
+        kps.foreach_set("handle_left_type", np.full(n, auto, dtype=np.int32))
+        kps.foreach_set("handle_right_type", np.full(n, auto, dtype=np.int32))
+        kps.foreach_set("interpolation", np.full(n, interpolation_values()["BEZIER"], dtype=np.int32))
+        kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
+    fc.update()  # sorts and computes the auto handles
+
+
+def channel_specs_of_action(fcurves: Sequence[bpy.types.FCurve], id_data: Any = None) -> list[ChannelSpec]:
+    """Channel specs of an action's curves; without an ID to resolve owners the kind comes from the
+    property name alone (rotation modes unknown)."""
+    if id_data is not None:
+        return channel_specs(id_data, fcurves)
+    out = []
+    for fc in fcurves:
+        owner_path, prop = _split_path(fc.data_path)
+        kind = SHAPE_KEY if _SHAPE_KEY_VALUE.match(fc.data_path) else _KIND_BY_PROPERTY.get(prop, OTHER)
+        out.append(ChannelSpec(fc.data_path, int(fc.array_index), kind, owner_path, None))
+    return out
+
+
+def id_has_paths(id_data: Any, data_paths: Iterable[str]) -> bool:
+    """True when every data path resolves on ``id_data`` (an action with those curves can drive it)."""
+    for path in set(data_paths):
+        try:
+            id_data.path_resolve(path)
+        except (ValueError, AttributeError, TypeError):
+            return False
+    return True
+
+
+_BONE_PATH = re.compile(r'^pose\.bones\["((?:[^"\\]|\\.)*)"\]')
+
+
+def bone_name_of_path(data_path: str) -> str | None:
+    """'pose.bones["Hips"].location' -> 'Hips' (None for non-bone paths)."""
+    m = _BONE_PATH.match(data_path)
+    return m.group(1).replace('\\"', '"').replace("\\\\", "\\") if m else None
+
+
+def travel_channels(id_data: Any, specs: Sequence[ChannelSpec], *, max_vertical: float = 0.5) -> list[int]:
+    """Indices (into ``specs``) of the root's horizontal location channels, which a loop keeps as
+    velocity (the character travels on from cycle to cycle).
+
+    Objects: ``location`` channels whose axis (in the space location applies in: parent and parent
+    inverse) is mostly horizontal in world space. Armatures: also the ``location`` channels of
+    root bones (no parent), axes from ``bone.matrix_local`` and ``ob.matrix_world``. "Mostly
+    horizontal": the world axis' vertical component is below ``max_vertical`` (30 degrees).
+    """
+    if not isinstance(id_data, bpy.types.Object):
+        return []
+    out: list[int] = []
+    mw = np.array(id_data.matrix_world, dtype=np.float64)[:3, :3]
+    try:
+        basis_inv = np.linalg.inv(np.array(id_data.matrix_basis, dtype=np.float64))
+        space = (np.array(id_data.matrix_world, dtype=np.float64) @ basis_inv)[:3, :3]
+    except np.linalg.LinAlgError:
+        space = np.eye(3)
+    bones = getattr(getattr(id_data, "data", None), "bones", None) if id_data.type == "ARMATURE" else None
+    for j, spec in enumerate(specs):
+        if spec.kind != LOCATION or not spec.data_path.endswith("location") or spec.data_path.endswith("delta_location"):
+            continue
+        if not (0 <= spec.array_index < 3):
+            continue
+        if spec.owner_path == "":
+            axis = space[:, spec.array_index]
+        else:
+            name = bone_name_of_path(spec.data_path)
+            if name is None or bones is None:
+                continue
+            bone = bones.get(name)
+            if bone is None or bone.parent is not None:
+                continue
+            ml = np.array(bone.matrix_local, dtype=np.float64)[:3, :3]
+            axis = mw @ ml[:, spec.array_index]
+        norm = float(np.linalg.norm(axis))
+        if norm > 0.0 and abs(axis[2]) / norm < max_vertical:
+            out.append(j)
+    return out
+
+
+def bone_hierarchy(ob: bpy.types.Object) -> tuple[list[str], list[int]]:
+    """Pose bone names (in ``ob.pose.bones`` order, the order of :func:`bone_heads_world`) and the
+    index of each bone's parent (-1 for roots)."""
+    if ob.type != "ARMATURE" or ob.pose is None:
+        return [], []
+    names = [pb.name for pb in ob.pose.bones]
+    index = {n: i for i, n in enumerate(names)}
+    parents = [index[pb.parent.name] if pb.parent is not None else -1 for pb in ob.pose.bones]
+    return names, parents
+
+
+def bone_heads_with_action(
+    scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types.Action, frames: Sequence[float]
+) -> np.ndarray:
+    """:func:`bone_heads_world` with ``action`` temporarily assigned to ``ob`` (action, slot and
+    animation data restored afterwards)."""
+    had_adt = ob.animation_data is not None
+    old_action = get_action(ob)
+    old_slot = slot_identifier(ob) if had_adt else None
+    try:
+        assign_action(ob, action, action_slot_identifier(action, ob if old_action == action else None))
+        adt: Any = ob.animation_data
+        if has_slots() and adt.action_slot is None:
+            # Slot of another ID type or no slot assignable: take the first one.
+            slot = action_slot_for(action)
+            if slot is not None:
+                adt.action_slot = slot
+        return bone_heads_world(scene, ob, frames)
+    finally:
+        adt = ob.animation_data
+        if not had_adt:
+            ob.animation_data_clear()
+        elif adt is not None:
+            adt.action = old_action
+            if old_action is not None and old_slot is not None and has_slots():
+                slot = old_action.slots.get(old_slot)
+                if slot is not None:
+                    adt.action_slot = slot
+
+
+# --------------------------------------------------------------------------------------------
+# Images
+# --------------------------------------------------------------------------------------------
+
+
+def write_image(name: str, rgba: np.ndarray) -> bpy.types.Image:
+    """An Image datablock ``name`` holding ``rgba`` ((H, W, 4) floats, row 0 = top), reused (and
+    resized) when a local one exists, packed so it is saved with the .blend."""
+    rgba = np.asarray(rgba, dtype=np.float32)
+    if rgba.ndim != 3 or rgba.shape[2] != 4:
+        raise ValueError(f"expected an (H, W, 4) image, got {rgba.shape}")
+    h, w = int(rgba.shape[0]), int(rgba.shape[1])
+    img = bpy.data.images.get(name)
+    if img is not None and img.library is not None:
+        img = None
+    if img is None:
+        img = bpy.data.images.new(name, w, h, alpha=True)
+    elif tuple(img.size) != (w, h):
+        img.scale(w, h)
+    pixels: Any = img.pixels
+    pixels.foreach_set(np.ascontiguousarray(rgba[::-1]).ravel())  # Blender's row 0 is the bottom
+    img.update()
+    try:
+        img.pack()
+    except RuntimeError:  # pragma: no cover - packing is a convenience (survives saving)
+        pass
+    return img

@@ -3,7 +3,7 @@
 Imported from the extension's ``register()`` only (submodules import bpy).
 """
 
-from . import fit_panel, props
+from . import fit_panel, motion_panel, props
 
 
 def register_properties() -> None:
@@ -16,7 +16,9 @@ def unregister_properties() -> None:
 
 def register() -> None:
     fit_panel.register()
+    motion_panel.register()
 
 
 def unregister() -> None:
+    motion_panel.unregister()
     fit_panel.unregister()

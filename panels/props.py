@@ -3,25 +3,53 @@
 ``scene.anim_signals.fit`` holds the Fit Spline settings (the same properties, defaults and
 tooltips as the operator, so the sidebar and F3 / menu calls agree) and
 ``scene.anim_signals.last_fit`` the numbers of the last fit, drawn by the sidebar panel.
+Likewise ``.loop`` / ``.last_loop`` (Make Cyclic), ``.blend`` / ``.last_blend`` (Blend Actions) and
+``.compare`` / ``.last_compare`` / ``.compare_results`` (Compare Actions, one item per action).
 """
 
 
 import bpy
-from bpy.props import BoolProperty, FloatProperty, IntProperty, PointerProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    CollectionProperty,
+    FloatProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 from ..operators.fit import FIT_SETTINGS, ANIM_SIGNALS_OT_fit_latent_spline
+from ..operators.motion_ops import (
+    BLEND_SETTINGS,
+    COMPARE_SETTINGS,
+    LOOP_SETTINGS,
+    ANIM_SIGNALS_OT_blend_actions,
+    ANIM_SIGNALS_OT_compare_actions,
+    ANIM_SIGNALS_OT_make_cyclic,
+)
+
+
+def _settings_annotations(op_cls, names) -> dict:
+    ops = op_cls.__annotations__
+    return {name: ops[name] for name in names}
 
 
 def _fit_settings_annotations() -> dict:
-    ops = ANIM_SIGNALS_OT_fit_latent_spline.__annotations__
-    return {name: ops[name] for name in FIT_SETTINGS}
+    return _settings_annotations(ANIM_SIGNALS_OT_fit_latent_spline, FIT_SETTINGS)
 
 
-# The PropertyGroup reuses the operator's property definitions (built when this module loads).
-AnimSignalsFitSettings = type(
-    "AnimSignalsFitSettings",
-    (bpy.types.PropertyGroup,),
-    {"__annotations__": _fit_settings_annotations(), "__doc__": "Fit Spline settings"},
+def _settings_group(name: str, op_cls, names, doc: str):
+    """A PropertyGroup reusing the operator's property definitions (built when this module loads)."""
+    return type(name, (bpy.types.PropertyGroup,), {"__annotations__": _settings_annotations(op_cls, names), "__doc__": doc})
+
+
+AnimSignalsFitSettings = _settings_group("AnimSignalsFitSettings", ANIM_SIGNALS_OT_fit_latent_spline, FIT_SETTINGS, "Fit Spline settings")
+AnimSignalsLoopSettings = _settings_group("AnimSignalsLoopSettings", ANIM_SIGNALS_OT_make_cyclic, LOOP_SETTINGS, "Make Cyclic settings")
+AnimSignalsBlendSettings = _settings_group(
+    "AnimSignalsBlendSettings", ANIM_SIGNALS_OT_blend_actions, BLEND_SETTINGS, "Blend Actions settings"
+)
+AnimSignalsCompareSettings = _settings_group(
+    "AnimSignalsCompareSettings", ANIM_SIGNALS_OT_compare_actions, COMPARE_SETTINGS, "Compare Actions settings"
 )
 
 
@@ -54,14 +82,100 @@ class AnimSignalsFitResult(bpy.types.PropertyGroup):
     seconds: FloatProperty(name="Time", description="Seconds the fit took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
 
 
+class AnimSignalsLoopResult(bpy.types.PropertyGroup):
+    """Numbers of the last Make Cyclic run (read-only in the UI)."""
+
+    valid: BoolProperty(name="Valid", description="There is a result to show", default=False)  # type: ignore[valid-type]
+    object_name: StringProperty(name="Object", description="The object whose animation was looped")  # type: ignore[valid-type]
+    action_name: StringProperty(name="Action", description="The action holding the looped keys")  # type: ignore[valid-type]
+    frame_start: IntProperty(name="Start", description="First frame of the cycle")  # type: ignore[valid-type]
+    frame_end: IntProperty(name="End", description="Last frame of the cycle (the first frame's pose)")  # type: ignore[valid-type]
+    auto_range: BoolProperty(name="Found Cycle", description="The cycle's range was found automatically")  # type: ignore[valid-type]
+    curves: IntProperty(name="Curves", description="Number of F-curves looped")  # type: ignore[valid-type]
+    travel_channels: IntProperty(name="Travel Channels", description="Root location channels kept travelling (looped as velocity)")  # type: ignore[valid-type]
+    pose_before_deg: FloatProperty(name="Seam Pose Before", description="Largest jump of a rotation channel where the original repeats (degrees)")  # type: ignore[valid-type]
+    pose_after_deg: FloatProperty(name="Seam Pose After", description="Largest jump of a rotation channel where the loop repeats (degrees)")  # type: ignore[valid-type]
+    velocity_before_deg: FloatProperty(name="Seam Velocity Before", description="Largest change of a rotation channel's frame-to-frame step across the original's seam (degrees per frame)")  # type: ignore[valid-type]
+    velocity_after_deg: FloatProperty(name="Seam Velocity After", description="Largest change of a rotation channel's frame-to-frame step across the loop's seam (degrees per frame)")  # type: ignore[valid-type]
+    pose_before_loc: FloatProperty(name="Seam Location Before", description="Largest jump of a location channel at the original's seam (travel excluded)", subtype="DISTANCE")  # type: ignore[valid-type]
+    pose_after_loc: FloatProperty(name="Seam Location After", description="Largest jump of a location channel at the loop's seam (travel excluded)", subtype="DISTANCE")  # type: ignore[valid-type]
+    velocity_before_loc: FloatProperty(name="Seam Location Velocity Before", description="Largest change of a location channel's step across the original's seam", subtype="DISTANCE")  # type: ignore[valid-type]
+    velocity_after_loc: FloatProperty(name="Seam Location Velocity After", description="Largest change of a location channel's step across the loop's seam", subtype="DISTANCE")  # type: ignore[valid-type]
+    joint_pose_before_cm: FloatProperty(name="Joint Seam Before", description="Armatures: largest world-space joint jump at the original's seam (cm, travel excluded). Negative: not an armature", default=-1.0)  # type: ignore[valid-type]
+    joint_pose_after_cm: FloatProperty(name="Joint Seam After", description="Armatures: largest world-space joint jump at the loop's seam (cm, travel excluded). Negative: not an armature", default=-1.0)  # type: ignore[valid-type]
+    joint_velocity_before_cm: FloatProperty(name="Joint Velocity Seam Before", description="Armatures: largest change of a joint's world-space step across the original's seam (cm per frame)", default=-1.0)  # type: ignore[valid-type]
+    joint_velocity_after_cm: FloatProperty(name="Joint Velocity Seam After", description="Armatures: largest change of a joint's world-space step across the loop's seam (cm per frame)", default=-1.0)  # type: ignore[valid-type]
+    rms_deviation_deg: FloatProperty(name="RMS Change", description="Root-mean-square change of the rotation channels from the original (degrees)")  # type: ignore[valid-type]
+    rms_deviation_loc: FloatProperty(name="RMS Location Change", description="Root-mean-square change of the location channels from the original", subtype="DISTANCE")  # type: ignore[valid-type]
+    iterations: IntProperty(name="Iterations", description="Newton iterations of the closure projection")  # type: ignore[valid-type]
+    converged: BoolProperty(name="Converged", description="The closure projection reached its tolerance")  # type: ignore[valid-type]
+    seconds: FloatProperty(name="Time", description="Seconds the loop took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
+
+
+class AnimSignalsBlendResult(bpy.types.PropertyGroup):
+    """What the last Blend Actions run made (read-only in the UI)."""
+
+    valid: BoolProperty(name="Valid", description="There is a result to show", default=False)  # type: ignore[valid-type]
+    action_names: StringProperty(name="Actions", description="The blended actions made")  # type: ignore[valid-type]
+    channels: IntProperty(name="Channels", description="Channels present in both actions (the ones blended)")  # type: ignore[valid-type]
+    closed: BoolProperty(name="Cyclic", description="Blended as closed cycles")  # type: ignore[valid-type]
+    assigned_to: StringProperty(name="Assigned To", description="The object (or shape keys) the first blend was assigned to")  # type: ignore[valid-type]
+    missing_in_a: IntProperty(name="Missing in A", description="Channels of B that A lacks (left out)")  # type: ignore[valid-type]
+    missing_in_b: IntProperty(name="Missing in B", description="Channels of A that B lacks (left out)")  # type: ignore[valid-type]
+    seconds: FloatProperty(name="Time", description="Seconds the blend took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
+
+
+class AnimSignalsCompareResult(bpy.types.PropertyGroup):
+    """Summary of the last Compare Actions run (read-only in the UI)."""
+
+    valid: BoolProperty(name="Valid", description="There is a result to show", default=False)  # type: ignore[valid-type]
+    actions: IntProperty(name="Actions", description="Number of actions compared")  # type: ignore[valid-type]
+    clusters: IntProperty(name="Clusters", description="Number of clusters found")  # type: ignore[valid-type]
+    reference: StringProperty(name="Reference", description="The active object's action, whose nearest clips are listed")  # type: ignore[valid-type]
+    nearest: StringProperty(name="Nearest", description="The clips nearest to the reference action, with their distances")  # type: ignore[valid-type]
+    image_name: StringProperty(name="Image", description="The Image datablock holding the dendrogram")  # type: ignore[valid-type]
+    image_path: StringProperty(name="Image File", description="The PNG file the dendrogram was written to", subtype="FILE_PATH")  # type: ignore[valid-type]
+    metric: StringProperty(name="Metric", description="Distance used (ELASTIC or LINEAR)")  # type: ignore[valid-type]
+    features: StringProperty(name="Features", description="What was compared (CHANNELS or BODY)")  # type: ignore[valid-type]
+    seconds: FloatProperty(name="Time", description="Seconds the comparison took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
+
+
+class AnimSignalsCompareItem(bpy.types.PropertyGroup):
+    """One compared action: its cluster and distance to the reference action."""
+
+    action_name: StringProperty(name="Action", description="The compared action")  # type: ignore[valid-type]
+    cluster: IntProperty(name="Cluster", description="Cluster number (from 1), also stored on the action as anim_signals_cluster")  # type: ignore[valid-type]
+    distance: FloatProperty(name="Distance", description="Distance to the reference action (negative: no reference)", default=-1.0)  # type: ignore[valid-type]
+    is_reference: BoolProperty(name="Reference", description="This is the active object's action")  # type: ignore[valid-type]
+
+
 class AnimSignalsSettings(bpy.types.PropertyGroup):
     """Anim Signals settings of the scene."""
 
     fit: PointerProperty(type=AnimSignalsFitSettings)  # type: ignore[valid-type]
     last_fit: PointerProperty(type=AnimSignalsFitResult)  # type: ignore[valid-type]
+    loop: PointerProperty(type=AnimSignalsLoopSettings)  # type: ignore[valid-type]
+    last_loop: PointerProperty(type=AnimSignalsLoopResult)  # type: ignore[valid-type]
+    blend: PointerProperty(type=AnimSignalsBlendSettings)  # type: ignore[valid-type]
+    last_blend: PointerProperty(type=AnimSignalsBlendResult)  # type: ignore[valid-type]
+    compare: PointerProperty(type=AnimSignalsCompareSettings)  # type: ignore[valid-type]
+    last_compare: PointerProperty(type=AnimSignalsCompareResult)  # type: ignore[valid-type]
+    compare_results: CollectionProperty(type=AnimSignalsCompareItem)  # type: ignore[valid-type]
+    compare_index: IntProperty(name="Active Result", description="The selected row of the comparison results", default=0)  # type: ignore[valid-type]
 
 
-classes = (AnimSignalsFitSettings, AnimSignalsFitResult, AnimSignalsSettings)
+classes = (
+    AnimSignalsFitSettings,
+    AnimSignalsFitResult,
+    AnimSignalsLoopSettings,
+    AnimSignalsLoopResult,
+    AnimSignalsBlendSettings,
+    AnimSignalsBlendResult,
+    AnimSignalsCompareSettings,
+    AnimSignalsCompareResult,
+    AnimSignalsCompareItem,
+    AnimSignalsSettings,
+)
 _register, _unregister = bpy.utils.register_classes_factory(classes)
 
 

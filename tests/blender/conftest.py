@@ -68,15 +68,11 @@ def _clear_data() -> None:
     """An empty scene without reloading factory settings (which would drop the extension repo)."""
     for ob in list(bpy.data.objects):
         bpy.data.objects.remove(ob)
-    for coll in (
-        bpy.data.meshes,
-        bpy.data.armatures,
-        bpy.data.actions,
-        bpy.data.shape_keys,
-        bpy.data.materials,
-        bpy.data.libraries,
-    ):
-        ids = [i for i in coll if i.users == 0 or coll is bpy.data.actions or coll is bpy.data.libraries]
+    # Actions and libraries go whatever their users (fake users included); the rest once unused.
+    # (bpy.data.<collection> is a new Python object on every access: compare names, not identity.)
+    for name in ("meshes", "armatures", "actions", "shape_keys", "materials", "libraries"):
+        coll = getattr(bpy.data, name)
+        ids = [i for i in coll if i.users == 0 or name in {"actions", "libraries"}]
         if ids:
             bpy.data.batch_remove(ids)
     scene = bpy.context.scene

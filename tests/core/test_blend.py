@@ -45,3 +45,15 @@ def test_open_blend_end_weights():
     assert zero.shape == a.shape and one.shape == b.shape
     np.testing.assert_allclose(zero, a, atol=1e-9)
     assert np.abs(one - b).max() < 0.08 * np.ptp(b)
+
+
+def test_select_travel_keeps_forward_motion_not_sway():
+    from anim_signals.loop import select_travel
+
+    t = np.arange(80, dtype=float)
+    forward = 0.05 * t + 0.01 * np.sin(t)  # walks on
+    sway = 0.3 * np.sin(2 * np.pi * t / 40) + 0.001 * t  # swings side to side, tiny drift
+    still = np.zeros_like(t)
+    values = np.column_stack([forward, sway, still])
+    assert select_travel(values, [0, 1, 2]) == [0]
+    assert select_travel(values, [1]) == []

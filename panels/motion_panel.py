@@ -1,0 +1,209 @@
+"""Dope Sheet sidebar, tab "Signals": Loop (Make Cyclic), Blend and Compare panels.
+
+Settings come from ``scene.anim_signals.loop / .blend / .compare`` (the operators' own property
+definitions); results (``last_loop``, ``last_blend``, ``last_compare``, ``compare_results``) are drawn
+read-only. Panels only draw state and call operators.
+"""
+
+import bpy
+
+from ..operators.motion_ops import (
+    BLEND_SETTINGS,
+    COMPARE_SETTINGS,
+    LOOP_SETTINGS,
+    ANIM_SIGNALS_OT_blend_actions,
+    ANIM_SIGNALS_OT_compare_actions,
+    ANIM_SIGNALS_OT_make_cyclic,
+)
+
+
+def _root(layout, context):
+    root = getattr(context.scene, "anim_signals", None)
+    if root is None:
+        layout.label(text="Anim Signals settings are not registered", icon="ERROR")
+    return root
+
+
+def _button(layout, idname: str, text: str, icon: str, settings, names):
+    row = layout.row()
+    row.scale_y = 1.4
+    op = row.operator(idname, text=text, icon=icon)
+    for name in names:
+        setattr(op, name, getattr(settings, name))
+    return op
+
+
+class ANIM_SIGNALS_PT_loop(bpy.types.Panel):
+    """Make the active object's animation loop seamlessly"""
+
+    bl_space_type = "DOPESHEET_EDITOR"
+    bl_region_type = "UI"
+    bl_category = "Signals"
+    bl_label = "Loop"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        root = _root(layout, context)
+        if root is None:
+            return
+        s = root.loop
+        col = layout.column()
+        col.prop(s, "range_mode")
+        if s.range_mode == "CUSTOM":
+            sub = col.column(align=True)
+            sub.prop(s, "frame_start", text="Frame Start")
+            sub.prop(s, "frame_end", text="End")
+        elif s.range_mode == "AUTO":
+            sub = col.column(align=True)
+            sub.prop(s, "min_period", text="Period Min")
+            sub.prop(s, "max_period", text="Max")
+        col.prop(s, "travel")
+        col.prop(s, "velocity_window")
+        layout.prop(s, "add_cycles")
+        layout.prop(s, "keep_original")
+        _button(layout, ANIM_SIGNALS_OT_make_cyclic.bl_idname, "Make Cyclic", "FILE_REFRESH", s, LOOP_SETTINGS)
+        self.draw_result(layout, root.last_loop)
+
+    @staticmethod
+    def draw_result(layout, r) -> None:
+        if not r.valid:
+            return
+        box = layout.box()
+        col = box.column(align=True)
+        col.label(text=f"Last loop: {r.object_name}", icon="CHECKMARK" if r.converged else "ERROR")
+        col.label(text=f"Action: {r.action_name}")
+        found = " (found)" if r.auto_range else ""
+        col.label(text=f"Frames {r.frame_start}\u2013{r.frame_end}{found}, {r.curves} curves")
+        col.label(text=f"Seam pose: {r.pose_before_deg:.3g}\u00b0 \u2192 {r.pose_after_deg:.3g}\u00b0")
+        col.label(text=f"Seam velocity: {r.velocity_before_deg:.3g} \u2192 {r.velocity_after_deg:.3g} \u00b0/frame")
+        if r.pose_before_loc or r.pose_after_loc:
+            col.label(text=f"Seam location: {r.pose_before_loc:.3g} \u2192 {r.pose_after_loc:.3g}")
+        if r.joint_pose_before_cm >= 0.0:
+            col.label(text=f"Joints: {r.joint_pose_before_cm:.3g} \u2192 {r.joint_pose_after_cm:.3g} cm")
+            col.label(
+                text=f"Joint velocity: {r.joint_velocity_before_cm:.3g} \u2192 {r.joint_velocity_after_cm:.3g} cm/frame"
+            )
+        col.label(text=f"RMS change: {r.rms_deviation_deg:.3g}\u00b0")
+        if r.travel_channels:
+            col.label(text=f"Travel channels: {r.travel_channels}")
+        col.label(text=f"Time: {r.seconds:.2f} s")
+
+
+class ANIM_SIGNALS_PT_blend(bpy.types.Panel):
+    """Blend two actions along the motion manifold"""
+
+    bl_space_type = "DOPESHEET_EDITOR"
+    bl_region_type = "UI"
+    bl_category = "Signals"
+    bl_label = "Blend"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        root = _root(layout, context)
+        if root is None:
+            return
+        s = root.blend
+        col = layout.column()
+        col.prop_search(s, "action_a", bpy.data, "actions")
+        col.prop_search(s, "action_b", bpy.data, "actions")
+        row = col.row()
+        row.enabled = s.count == 0
+        row.prop(s, "weight")
+        col.prop(s, "count")
+        col.prop(s, "cyclic")
+        layout.prop(s, "align")
+        layout.prop(s, "assign")
+        row = layout.row()
+        row.enabled = bool(s.action_a and s.action_b)
+        row.scale_y = 1.4
+        op = row.operator(ANIM_SIGNALS_OT_blend_actions.bl_idname, text="Blend", icon="IPO_EASE_IN_OUT")
+        for name in BLEND_SETTINGS:
+            setattr(op, name, getattr(s, name))
+        self.draw_result(layout, root.last_blend)
+
+    @staticmethod
+    def draw_result(layout, r) -> None:
+        if not r.valid:
+            return
+        box = layout.box()
+        col = box.column(align=True)
+        col.label(text="Last blend:", icon="CHECKMARK")
+        for name in r.action_names.split(", "):
+            col.label(text=name, icon="ACTION")
+        col.label(text=f"{r.channels} channels, {'cyclic' if r.closed else 'open'}")
+        if r.missing_in_a or r.missing_in_b:
+            col.label(text=f"Left out: {r.missing_in_b} only in A, {r.missing_in_a} only in B", icon="INFO")
+        if r.assigned_to:
+            col.label(text=f"Assigned to {r.assigned_to}")
+        col.label(text=f"Time: {r.seconds:.2f} s")
+
+
+class ANIM_SIGNALS_UL_compare_results(bpy.types.UIList):
+    """Compared actions: cluster and distance to the active object's action"""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0, flt_flag=0):
+        row = layout.row(align=True)
+        row.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
+        row.label(text=f"#{item.cluster}")
+        row.label(text="" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}")
+
+
+class ANIM_SIGNALS_PT_compare(bpy.types.Panel):
+    """Compare and cluster actions"""
+
+    bl_space_type = "DOPESHEET_EDITOR"
+    bl_region_type = "UI"
+    bl_category = "Signals"
+    bl_label = "Compare"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        root = _root(layout, context)
+        if root is None:
+            return
+        s = root.compare
+        col = layout.column()
+        col.prop(s, "actions")
+        col.prop(s, "features")
+        col.prop(s, "metric")
+        col.prop(s, "cyclic")
+        col.prop(s, "n_samples")
+        col.prop(s, "n_clusters")
+        col.prop(s, "image_path")
+        _button(layout, ANIM_SIGNALS_OT_compare_actions.bl_idname, "Compare", "OUTLINER_OB_GROUP_INSTANCE", s, COMPARE_SETTINGS)
+        self.draw_result(layout, root)
+
+    @staticmethod
+    def draw_result(layout, root) -> None:
+        r = root.last_compare
+        if not r.valid:
+            return
+        box = layout.box()
+        col = box.column(align=True)
+        col.label(text=f"{r.actions} actions, {r.clusters} clusters ({r.metric.lower()})", icon="CHECKMARK")
+        if r.reference:
+            col.label(text=f"Nearest to {r.reference}:")
+            for part in r.nearest.split(", "):
+                if part:
+                    col.label(text=part, icon="DOT")
+        box.template_list(
+            "ANIM_SIGNALS_UL_compare_results", "", root, "compare_results", root, "compare_index", rows=4
+        )
+        col = box.column(align=True)
+        if r.image_name:
+            col.label(text=f'Dendrogram: image "{r.image_name}"', icon="IMAGE_DATA")
+        if r.image_path:
+            col.label(text=r.image_path, icon="FILE_IMAGE")
+        col.label(text=f"Time: {r.seconds:.2f} s")
+
+
+classes = (ANIM_SIGNALS_PT_loop, ANIM_SIGNALS_PT_blend, ANIM_SIGNALS_UL_compare_results, ANIM_SIGNALS_PT_compare)
+register, unregister = bpy.utils.register_classes_factory(classes)
