@@ -1,4 +1,4 @@
-"""Anim Signals demo (the README's main job): dense mocap-like animation -> a few exact keys.
+"""Anim Signals demo (the README's main job): dense mocap-like animation -> a few exact keys, and a loop.
 
     bash scripts/demo.sh                    # generated biped, no user files needed
     bash scripts/demo.sh --bvh clip.bvh     # the same on your own BVH clip
@@ -12,6 +12,10 @@ little capture noise), fits it with the extension's operator ``bpy.ops.anim_sign
 * ``out/demo.blend``       the scene, with the original action (fake user) and the fitted one assigned,
 * ``out/demo_report.md``   keys before/after, E_D, RMS, max error in degrees and world-space cm, time,
 * ``out/demo_fit.png``     representative curves, original vs fitted, with the keys marked,
+
+Then a copy of the armature with the original dense action gets ``bpy.ops.anim_signals.make_cyclic``
+(range AUTO: the best stride inside the clip becomes a seamless loop that keeps walking forward with
+Cycles modifiers); its seam numbers are added to the report.
 
 and prints the summary. Errors are measured here with Blender's own ``fcurve.evaluate`` at every frame.
 """
@@ -140,6 +144,10 @@ def animate(ob, motion, frame_start=1):
         pb.keyframe_insert(prop, frame=frame_start)  # creates the F-curves (4.2 and slotted 4.4+)
     fcs = {(fc.data_path, fc.array_index): fc for fc in be.action_fcurves(ob)}
     for (bone, prop), arr in motion.items():
+        if prop == "location":
+            # the motion gives world-space offsets; pose-bone location is in the bone's rest frame
+            rest = np.array(ob.data.bones[bone].matrix_local, dtype=float)[:3, :3]
+            arr = arr @ rest
         n = arr.shape[0]
         frames = np.arange(frame_start, frame_start + n, dtype=np.float32)
         for i in range(3):
@@ -270,6 +278,50 @@ def plot(path, frames, values, fcs, fitted_fcs, kinds, stats):
     plt.close(fig)
 
 
+def make_loop(ob, orig_action):
+    """Loop the best stride of the original dense clip on a copy of the armature (AUTO range)."""
+    walker = ob.copy()
+    walker.name = f"{ob.name}_loop"
+    walker.animation_data.action = orig_action
+    if hasattr(walker.animation_data, "action_slot") and len(orig_action.slots):
+        walker.animation_data.action_slot = orig_action.slots[0]
+    bpy.context.scene.collection.objects.link(walker)
+    walker.location.x += 1.0  # beside the fitted one
+    t0 = time.perf_counter()
+    with bpy.context.temp_override(**be.object_override(walker)):
+        res = bpy.ops.anim_signals.make_cyclic(range_mode='AUTO', min_period=20, max_period=90,
+                                               add_cycles=True, keep_original=True)
+    if 'FINISHED' not in res:
+        raise SystemExit(f"loop failed: operator returned {sorted(res)}")
+    r = bpy.context.scene.anim_signals.last_loop
+    return {
+        "object": walker.name, "action": r.action_name, "start": r.frame_start, "end": r.frame_end,
+        "pose_before": r.pose_before_deg, "pose_after": r.pose_after_deg,
+        "vel_before": r.velocity_before_deg, "vel_after": r.velocity_after_deg,
+        "joint_before": r.joint_pose_before_cm, "joint_after": r.joint_pose_after_cm,
+        "rms": r.rms_deviation_deg, "seconds": time.perf_counter() - t0,
+    }
+
+
+def loop_report(loop):
+    return "\n".join([
+        "",
+        "## Loop (make_cyclic, range AUTO)",
+        "",
+        f"`{loop['object']}` plays `{loop['action']}`: frames {loop['start']}–{loop['end']} found automatically, "
+        "closed by the seed's projection onto closed curves, root travel kept (Cycles, Repeat with Offset).",
+        "",
+        "| seam jump | before | after |",
+        "|---|---|---|",
+        f"| pose (max over rotation channels) | {loop['pose_before']:.3g}° | {loop['pose_after']:.2g}° |",
+        f"| velocity | {loop['vel_before']:.3g}°/frame | {loop['vel_after']:.2g}°/frame |",
+        f"| joints in world space | {loop['joint_before']:.3g} cm | {loop['joint_after']:.2g} cm |",
+        "",
+        f"RMS change from the original {loop['rms']:.3g}°, {loop['seconds']:.2f} s.",
+        "",
+    ])
+
+
 def report(stats, source):
     pct = 100.0 * stats["keys_after"] / max(stats["keys_before"], 1)
     lines = [
@@ -310,6 +362,7 @@ def main(argv=None):
     p.add_argument("--max-error-other", type=float, default=0.01)
     p.add_argument("--out", default=str(be.REPO_ROOT / "out"), help="output folder (default out/)")
     p.add_argument("--no-plot", action="store_true", help="skip the PNG (no matplotlib needed)")
+    p.add_argument("--no-loop", action="store_true", help="skip the loop step (make_cyclic)")
     args = p.parse_args(argv)
 
     be.clear_scene()
@@ -325,11 +378,16 @@ def main(argv=None):
         source = f"generated biped ({len(BONES)} bones), walk with a jump, {FPS} fps, capture noise"
     print(f"fitting {ob.name} ...", flush=True)
     stats, frames, values, fcs, fitted_fcs, kinds = fit(ob, args)
+    loop = None
+    if not args.no_loop:
+        print(f"looping a stride of {ob.name} ...", flush=True)
+        orig = next(a for a in bpy.data.actions if a.use_fake_user and a != ob.animation_data.action)
+        loop = make_loop(ob, orig)
 
     out = be.ensure_dir(args.out)
     blend = out / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend), check_existing=False)
-    md = report(stats, source)
+    md = report(stats, source) + (loop_report(loop) if loop else "")
     (out / "demo_report.md").write_text(md)
     if not args.no_plot:
         try:

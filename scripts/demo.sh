@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Anim Signals main job: bootstrap the venv, then fit a generated mocap-like biped (or --bvh FILE)
-# to a few exact keys and write out/demo.blend, out/demo_report.md and out/demo_fit.png.
+# to a few exact keys, loop its best stride (make_cyclic),
+# and write out/demo.blend, out/demo_report.md and out/demo_fit.png.
 #
 #   bash scripts/demo.sh                 # no user files needed
 #   bash scripts/demo.sh --bvh clip.bvh  # your own clip
