@@ -278,7 +278,7 @@ def plot(path, frames, values, fcs, fitted_fcs, kinds, stats):
     plt.close(fig)
 
 
-def make_loop(ob, orig_action):
+def make_loop(ob, orig_action, min_period=0, max_period=0):
     """Loop the best stride of the original dense clip on a copy of the armature (AUTO range)."""
     walker = ob.copy()
     walker.name = f"{ob.name}_loop"
@@ -289,7 +289,7 @@ def make_loop(ob, orig_action):
     walker.location.x += 1.0  # beside the fitted one
     t0 = time.perf_counter()
     with bpy.context.temp_override(**be.object_override(walker)):
-        res = bpy.ops.anim_signals.make_cyclic(range_mode='AUTO', min_period=20, max_period=90,
+        res = bpy.ops.anim_signals.make_cyclic(range_mode='AUTO', min_period=min_period, max_period=max_period,
                                                add_cycles=True, keep_original=True)
     if 'FINISHED' not in res:
         raise SystemExit(f"loop failed: operator returned {sorted(res)}")
@@ -382,7 +382,8 @@ def main(argv=None):
     if not args.no_loop:
         print(f"looping a stride of {ob.name} ...", flush=True)
         orig = next(a for a in bpy.data.actions if a.use_fake_user and a != ob.animation_data.action)
-        loop = make_loop(ob, orig)
+        # the generated walk has one stride per second (30 frames); a BVH clip: automatic bounds
+        loop = make_loop(ob, orig, *((0, 0) if args.bvh else (20, 90)))
 
     out = be.ensure_dir(args.out)
     blend = out / "demo.blend"
