@@ -8,6 +8,7 @@ back through :mod:`.bridge`. Nothing is written before the computation has finis
 or cancelled run leaves the user's data untouched.
 """
 
+import json
 import math
 import os
 import tempfile
@@ -956,6 +957,7 @@ class CompareSummary:
     reference: str = ""
     nearest: list[tuple[str, float]] = field(default_factory=list)
     distances_to_reference: list[float] = field(default_factory=list)
+    distances: list[list[float]] = field(default_factory=list)  # the full matrix, row per action
     image_name: str = ""
     image_path: str = ""
     metric: str = ""
@@ -987,6 +989,7 @@ def finish_compare(plan: ComparePlan, *, n_clusters: int = 0, metric: str = "ELA
         k = m
     clustering = elastic.cluster(dist, n_clusters=k)
     s.labels = [int(x) for x in np.asarray(clustering.labels).tolist()]
+    s.distances = [[float(x) for x in row] for row in np.asarray(dist)]
     s.leaves = [int(x) for x in clustering.leaves]
     s.n_clusters = len(set(s.labels))
     if plan.reference is not None:
@@ -1024,6 +1027,8 @@ def store_compare_summary(scene, s: CompareSummary) -> None:
     res.metric = s.metric
     res.features = s.features
     res.seconds = s.seconds
+    res.matrix_json = json.dumps({"actions": s.names, "distances": s.distances, "clusters": s.labels,
+                                  "metric": s.metric, "features": s.features})
     items = root.compare_results
     items.clear()
     order = s.leaves if sorted(s.leaves) == list(range(len(s.names))) else list(range(len(s.names)))

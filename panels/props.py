@@ -138,6 +138,10 @@ class AnimSignalsCompareResult(bpy.types.PropertyGroup):
     metric: StringProperty(name="Metric", description="Distance used (ELASTIC or LINEAR)")  # type: ignore[valid-type]
     features: StringProperty(name="Features", description="What was compared (CHANNELS or BODY)")  # type: ignore[valid-type]
     seconds: FloatProperty(name="Time", description="Seconds the comparison took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
+    matrix_json: StringProperty(  # type: ignore[valid-type]
+        name="Distance Matrix",
+        description='The full result as JSON for scripts: {"actions": [...], "distances": [[...]], "clusters": [...]}',
+    )
 
 
 class AnimSignalsCompareItem(bpy.types.PropertyGroup):

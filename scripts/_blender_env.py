@@ -403,3 +403,87 @@ def ensure_dir(p: str | os.PathLike) -> Path:
     p = Path(p)
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+# --------------------------------------------------------------------------------------------------
+# motion manifolds (loop / blend / compare CLI and benchmark)
+
+
+def action_fcurves_any(act) -> list:
+    """Every F-curve of an action, whichever slot it animates (4.2 legacy and 4.4+ layered actions)."""
+    if hasattr(act, "layers") and len(getattr(act, "layers", ())) > 0:
+        out = []
+        for layer in act.layers:
+            for strip in layer.strips:
+                for cb in getattr(strip, "channelbags", ()):
+                    out.extend(cb.fcurves)
+        return out
+    legacy = getattr(act, "fcurves", None)
+    return list(legacy) if legacy is not None else []
+
+
+def bvh_frame_time(path: str | os.PathLike) -> float:
+    """Seconds per frame from a BVH file's ``Frame Time:`` line (the importer does not keep it)."""
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            if line.strip().lower().startswith("frame time"):
+                return float(line.split(":", 1)[1])
+    raise ValueError(f"{path}: no 'Frame Time:' line")
+
+
+def armature_hierarchy(ob) -> tuple[list[str], list[int]]:
+    """Pose bone names (``ob.pose.bones`` order) and each bone's parent index (-1 for roots)."""
+    names = [pb.name for pb in ob.pose.bones]
+    index = {n: i for i, n in enumerate(names)}
+    return names, [index[pb.parent.name] if pb.parent is not None else -1 for pb in ob.pose.bones]
+
+
+def joint_heads(ob, frames):
+    """World-space pose bone heads at whole ``frames`` -> (F, B, 3), through the depsgraph."""
+    import bpy
+    import numpy as np
+
+    sc = bpy.context.scene
+    cur = sc.frame_current
+    n = len(ob.pose.bones)
+    out = np.empty((len(frames), n, 3))
+    buf = np.empty(3 * n, dtype=np.float32)
+    try:
+        for i, f in enumerate(frames):
+            sc.frame_set(int(f))
+            ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            ob_eval.pose.bones.foreach_get("head", buf)
+            mw = np.array(ob_eval.matrix_world, dtype=np.float64)
+            out[i] = buf.reshape(n, 3).astype(np.float64) @ mw[:3, :3].T + mw[:3, 3]
+    finally:
+        sc.frame_set(cur)
+    return out
+
+
+def travel_channels(ob, fcs, max_vertical: float = 0.5) -> list[int]:
+    """Indices into ``fcs`` of the root's horizontal location channels (object or root bones).
+
+    A location channel travels when its axis, in world space, is mostly horizontal (vertical
+    component below ``max_vertical``); for bones the axis comes from ``bone.matrix_local``.
+    """
+    import numpy as np
+
+    mw = np.array(ob.matrix_world, dtype=np.float64)[:3, :3]
+    out = []
+    for j, fc in enumerate(fcs):
+        if not fc.data_path.endswith("location") or fc.data_path.endswith("delta_location"):
+            continue
+        if fc.data_path == "location":
+            axis = np.eye(3)[:, fc.array_index]
+        elif fc.data_path.startswith('pose.bones["') and ob.type == 'ARMATURE':
+            name = fc.data_path[len('pose.bones["'):].split('"]', 1)[0]
+            bone = ob.data.bones.get(name)
+            if bone is None or bone.parent is not None:
+                continue
+            axis = mw @ np.array(bone.matrix_local, dtype=np.float64)[:3, fc.array_index]
+        else:
+            continue
+        norm = np.linalg.norm(axis)
+        if norm > 0 and abs(axis[2]) / norm < max_vertical:
+            out.append(j)
+    return out

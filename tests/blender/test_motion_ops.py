@@ -431,6 +431,16 @@ def test_compare_two_kinds_gives_two_clusters(scene, tmp_path):
     assert res.image_path == str(png)
     img = bpy.data.images[res.image_name]
     assert res.image_name == "Anim Signals Dendrogram" and img.size[0] == 900 and img.size[1] > 50
+    # the full matrix for scripts: symmetric, zero diagonal, its reference row = the listed distances
+    import json
+
+    data = json.loads(res.matrix_json)
+    d = np.array(data["distances"])
+    assert d.shape == (6, 6) and np.allclose(d, d.T) and np.allclose(np.diag(d), 0.0)
+    ref = data["actions"].index(res.reference)
+    for i, name in enumerate(data["actions"]):
+        assert by_name[name].distance == pytest.approx(d[ref, i], rel=1e-6, abs=1e-9)
+        assert data["clusters"][i] == by_name[name].cluster
 
 
 def test_compare_linear_metric_and_named_subset(scene, tmp_path):

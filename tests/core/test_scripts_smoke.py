@@ -72,3 +72,217 @@ def test_cli_fits_a_generated_bvh(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert out.is_file()
     assert "->" in r.stdout and "saved" in r.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# loop / blend / compare (motion manifolds)
+
+
+def test_loop_arguments():
+    cli = _load_cli()
+    parse = cli.build_parser().parse_args
+    p = cli.loop_params(parse(["loop", "a.bvh"]))
+    assert p["range_mode"] == "ACTION" and p["add_cycles"] and p["keep_original"] and p["travel"] == "AUTO"
+    assert "frame_start" not in p
+    p = cli.loop_params(parse(["loop", "a.bvh", "--start", "10", "--end", "50", "--no-cycles", "--replace"]))
+    assert p["range_mode"] == "CUSTOM" and (p["frame_start"], p["frame_end"]) == (10, 50)
+    assert not p["add_cycles"] and not p["keep_original"]
+    p = cli.loop_params(parse(["loop", "a.blend", "--auto", "--min-period", "20", "--in-place"]))
+    assert p["range_mode"] == "AUTO" and p["min_period"] == 20 and p["max_period"] == 0 and p["travel"] == "NONE"
+    for bad, msg in ((["--auto", "--start", "3", "--end", "9"], "exclude"), (["--start", "3"], "together"),
+                     (["--start", "9", "--end", "3"], "after"), (["--min-period", "5"], "--auto")):
+        with pytest.raises(cli.CliError, match=msg) as ex:
+            cli.loop_params(parse(["loop", "a.bvh", *bad]))
+        assert ex.value.code == 2
+
+
+def test_blend_arguments():
+    cli = _load_cli()
+    parse = cli.build_parser().parse_args
+    args = parse(["blend", "a.bvh", "b.bvh"])
+    assert args.inputs == ["a.bvh", "b.bvh"] and args.cyclic == "AUTO" and not args.no_align
+    assert cli.blend_weights(args) == {"weight": 0.5, "count": 0}
+    assert cli.blend_weights(parse(["blend", "a.bvh", "b.bvh", "--weight", "0.25"])) == {"weight": 0.25, "count": 0}
+    assert cli.blend_weights(parse(["blend", "a.bvh", "b.bvh", "--count", "3"]))["count"] == 3
+    args = parse(["blend", "x.blend", "--action-a", "Walk", "--action-b", "Run", "--cyclic", "CLOSED"])
+    assert args.action_a == "Walk" and args.action_b == "Run" and args.cyclic == "CLOSED"
+    for bad in (["--weight", "0.3", "--count", "2"], ["--weight", "1.5"], ["--count", "0"]):
+        with pytest.raises(cli.CliError):
+            cli.blend_weights(parse(["blend", "a.bvh", "b.bvh", *bad]))
+    with pytest.raises(SystemExit):
+        parse(["blend", "a.bvh", "b.bvh", "--cyclic", "MAYBE"])
+
+
+def test_compare_arguments_and_inputs(tmp_path):
+    cli = _load_cli()
+    args = cli.build_parser().parse_args(["compare", "dir", "x.bvh", "--features", "BODY", "--metric", "LINEAR",
+                                          "--clusters", "4", "--out-dir", "o"])
+    assert args.inputs == ["dir", "x.bvh"] and args.features == "BODY" and args.metric == "LINEAR"
+    assert args.clusters == 4 and args.out_dir == "o" and not args.open and args.samples == 100
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    for n in ("b.bvh", "a.BVH", "notes.txt"):
+        (folder / n).write_text("x")
+    extra = tmp_path / "c.bvh"
+    extra.write_text("x")
+    scene = tmp_path / "s.blend"
+    scene.write_text("x")
+    bvhs, blend = cli.compare_inputs([folder, extra, folder / "b.bvh", scene])
+    assert [p.rsplit("/", 1)[1] for p in bvhs] == ["a.BVH", "b.bvh", "c.bvh"] and blend == str(scene)
+    with pytest.raises(cli.CliError, match="no such"):
+        cli.compare_inputs([tmp_path / "missing"])
+    with pytest.raises(cli.CliError, match="at most one"):
+        cli.compare_inputs([scene, scene])
+    with pytest.raises(cli.CliError, match="unsupported"):
+        cli.compare_inputs([folder / "notes.txt"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(cli.CliError, match="no .bvh"):
+        cli.compare_inputs([empty])
+
+
+def test_compare_report_is_pure_python():
+    cli = _load_cli()
+    d = [[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]]
+    meta = dict(features="BODY", metric="ELASTIC", cyclic=True, dendrogram="/x/dendrogram.png")
+    payload, md = cli.compare_report(["a", "b", "c"], ["a.bvh", "b.bvh", "c.bvh"], d, [1, 1, 2], meta)
+    assert payload["nearest"]["c"][0] == ["b", 2.0] and payload["clusters"] == {"a": 1, "b": 1, "c": 2}
+    assert payload["distances"] == d and payload["metric"] == "ELASTIC"
+    assert "| 1 | a, b |" in md and "| c | 2 | b (2), a (3) |" in md and "dendrogram.png" in md
+    payload, md = cli.compare_report(["a", "b"], ["a.bvh", "b.bvh"], None, [1, 2], meta)
+    assert payload["distances"] is None and "not available" in md
+
+
+HUMANOID = [  # name, parent, offset (BVH: Y up, cm-ish units)
+    ("Hips", None, (0, 0, 0)), ("Spine", "Hips", (0, 10, 0)), ("Neck", "Spine", (0, 40, 0)),
+    ("Head", "Neck", (0, 10, 0)),
+    ("LeftArm", "Spine", (15, 35, 0)), ("LeftForeArm", "LeftArm", (0, -28, 0)), ("LeftHand", "LeftForeArm", (0, -25, 0)),
+    ("RightArm", "Spine", (-15, 35, 0)), ("RightForeArm", "RightArm", (0, -28, 0)),
+    ("RightHand", "RightForeArm", (0, -25, 0)),
+    ("LeftUpLeg", "Hips", (9, -5, 0)), ("LeftLeg", "LeftUpLeg", (0, -42, 0)), ("LeftFoot", "LeftLeg", (0, -40, 0)),
+    ("RightUpLeg", "Hips", (-9, -5, 0)), ("RightLeg", "RightUpLeg", (0, -42, 0)),
+    ("RightFoot", "RightLeg", (0, -40, 0)),
+]
+
+
+def write_humanoid_bvh(path, frames=48, *, swing=30.0, arms=0.0, cycles=1.0, speed=1.0, phase=0.0):
+    """A tiny humanoid BVH: a walk-like swing of legs and arms (degrees), ``cycles`` strides over the clip."""
+    import math
+
+    children = {}
+    for name, parent, _ in HUMANOID:
+        children.setdefault(parent, []).append(name)
+    offsets = {n: o for n, _, o in HUMANOID}
+    lines = ["HIERARCHY"]
+
+    def emit(name, depth):
+        ind = "  " * depth
+        lines.append(f"{ind}{'ROOT' if depth == 0 else 'JOINT'} {name}")
+        lines.append(f"{ind}{{")
+        lines.append(f"{ind}  OFFSET {' '.join(str(v) for v in offsets[name])}")
+        if depth == 0:
+            lines.append(f"{ind}  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation")
+        else:
+            lines.append(f"{ind}  CHANNELS 3 Zrotation Xrotation Yrotation")
+        kids = children.get(name, [])
+        for k in kids:
+            emit(k, depth + 1)
+        if not kids:
+            lines.extend([f"{ind}  End Site", f"{ind}  {{", f"{ind}    OFFSET 0 -5 0", f"{ind}  }}"])
+        lines.append(f"{ind}}}")
+
+    emit("Hips", 0)
+    lines += ["MOTION", f"Frames: {frames}", "Frame Time: 0.0333333"]
+    order = [n for n, _, _ in HUMANOID]
+    for i in range(frames):
+        t = 2 * math.pi * cycles * i / (frames - 1) + phase
+        s = math.sin(t)
+        rot = {n: [0.0, 0.0, 0.0] for n in order}  # Z X Y
+        rot["LeftUpLeg"][1] = swing * s
+        rot["RightUpLeg"][1] = -swing * s
+        rot["LeftLeg"][1] = 25 * max(0.0, -math.cos(t))
+        rot["RightLeg"][1] = 25 * max(0.0, math.cos(t))
+        rot["LeftArm"][1] = -0.7 * swing * s
+        rot["RightArm"][1] = 0.7 * swing * s
+        rot["LeftArm"][0] = arms
+        rot["RightArm"][0] = -arms
+        rot["Spine"][2] = 5 * s
+        vals = [0.0, 92 + 2 * math.cos(2 * t), speed * 60.0 * i / frames]
+        for n in order:
+            vals += rot[n]
+        lines.append(" ".join(f"{v:.4f}" for v in vals))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@needs_bpy
+def test_cli_loop_end_to_end(tmp_path):
+    bvh = write_humanoid_bvh(tmp_path / "walk.bvh", frames=50, cycles=1.08)
+    out = tmp_path / "walk_loop.blend"
+    r = run(CLI, "loop", bvh, "--out", out, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert out.is_file() and "seam pose" in r.stdout and "walk.loop" in r.stdout
+    r = run(CLI, "loop", bvh, "--start", "5", "--end", "3", timeout=60)
+    assert r.returncode == 2 and "after" in r.stderr
+
+
+@needs_bpy
+def test_cli_blend_end_to_end(tmp_path):
+    a = write_humanoid_bvh(tmp_path / "a.bvh", frames=40, swing=25.0)
+    b = write_humanoid_bvh(tmp_path / "b.bvh", frames=50, swing=40.0, arms=20.0)
+    out = tmp_path / "ab.blend"
+    r = run(CLI, "blend", a, b, "--count", "2", "--out", out, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert out.is_file() and "a+b 0.33" in r.stdout and "a+b 0.67" in r.stdout
+
+
+@needs_bpy
+def test_cli_compare_end_to_end(tmp_path):
+    import json
+
+    clips = tmp_path / "clips"
+    clips.mkdir()
+    write_humanoid_bvh(clips / "walk1.bvh", frames=40, swing=30.0)
+    write_humanoid_bvh(clips / "walk2.bvh", frames=46, swing=32.0, phase=0.8)
+    write_humanoid_bvh(clips / "wave.bvh", frames=40, swing=5.0, arms=70.0, cycles=2.0)
+    out = tmp_path / "cmp"
+    r = run(CLI, "compare", clips, "--features", "BODY", "--clusters", "2", "--out-dir", out, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads((out / "distances.json").read_text())
+    assert data["actions"] == ["walk1", "walk2", "wave"]
+    d = data["distances"]
+    assert d is not None and len(d) == 3 and d[0][0] == 0.0 and d[0][1] < d[0][2]
+    assert data["clusters"]["walk1"] == data["clusters"]["walk2"] != data["clusters"]["wave"]
+    assert data["nearest"]["walk1"][0][0] == "walk2"
+    assert (out / "dendrogram.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| walk1 |" in (out / "compare.md").read_text()
+
+
+def _load_benchmark_motion():
+    spec = importlib.util.spec_from_file_location("benchmark_motion", ROOT / "scripts" / "benchmark_motion.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # no bpy at import: Blender is only loaded to read BVH clips
+    return mod
+
+
+def test_benchmark_motion_helpers_and_times_section(tmp_path):
+    import json
+
+    import numpy as np
+
+    bm = _load_benchmark_motion()
+    assert bm.purity(["a", "a", "b", "b"], [1, 1, 1, 2]) == 0.75
+    d = np.array([[0, 1, 5, 6], [1, 0, 5, 6], [5, 5, 0, 2], [6, 6, 2, 0]], float)
+    labels, sources = ["w", "w", "h", "h"], ["c1", "c2", "c3", "c3"]
+    assert bm.nn_accuracy(d, labels, sources, cross_clip=False) == (1.0, 4)
+    assert bm.nn_accuracy(d, labels, sources, cross_clip=True) == (1.0, 2)  # "h" only in one clip: left out
+    feats = np.zeros((500, 3))
+    assert [w.shape[0] for _, w in bm.windows_of(feats, 120.0)] == [240, 240]
+    assert [w.shape[0] for _, w in bm.windows_of(feats[:100], 120.0)] == [100]
+    r = bm.bone_matrices(np.array([[0.0, 0.0, np.pi / 2]]), [("b", [0, 1, 2], "XYZ")])[0, 0]
+    assert np.allclose(r @ [1.0, 0.0, 0.0], [0.0, 1.0, 0.0])
+    assert np.isclose(bm.rot_angle(r, np.eye(3)), 90.0)
+    assert bm.main(["--sections", "times", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    res = json.loads((tmp_path / "benchmark_motion.json").read_text())
+    assert res["times"]["project_closed"]["100"]["converged"]
+    assert "srv.project_closed" in (tmp_path / "benchmark_motion.md").read_text()
