@@ -72,6 +72,15 @@ def _check(values: np.ndarray) -> np.ndarray:
     return c
 
 
+def _weights(weights, n: int) -> np.ndarray:
+    if weights is None:
+        return np.ones(n)
+    w = np.asarray(weights, dtype=float).reshape(-1)
+    if w.shape[0] != n or not np.all(np.isfinite(w)) or np.any(w <= 0.0):
+        raise ValueError(f"weights must be {n} positive finite numbers")
+    return w
+
+
 def _travel_mask(n: int, travel: Sequence[int]) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     if len(travel):
@@ -137,20 +146,24 @@ def make_loop(
     velocity_window: int | None = None,
     tol: float = 1e-6,
     max_iter: int = 100,
+    weights: np.ndarray | Sequence[float] | None = None,
 ) -> LoopResult:
     """Make a continuous clip (frames x channels) seamlessly cyclic; see the module docstring.
 
     ``travel``: channels looped as velocity (root horizontal location).  ``velocity_window``:
     frames at each end over which the velocity seam is matched (default: a tenth of the clip,
-    3..24; 0 leaves the velocity seam as the projection makes it).
+    3..24; 0 leaves the velocity seam as the projection makes it).  ``weights`` (positive, per
+    channel) put channels of different units on one scale before the SRV map (e.g. radians and
+    location / half the figure's height); the result is returned in the input's units.
     """
     c = _check(values)
+    scale = _weights(weights, c.shape[1])
     n_frames, n = c.shape
     mask = _travel_mask(n, travel)
     t = np.linspace(0.0, 1.0, n_frames)[:, None]
     displacement = np.where(mask, c[-1] - c[0], 0.0)
     trend = t * displacement
-    base = c - trend
+    base = (c - trend) * scale
     q = srv(base)
     m = n_frames - 1
     if velocity_window is None:
@@ -165,7 +178,7 @@ def make_loop(
     looped[-1] = looped[0]  # remove the last ~tol of closure gap: Cycles sees identical end keys
     if velocity_window > 0 and n_frames >= 5:
         looped = _match_seam_velocity(looped, velocity_window)
-    looped += trend
+    looped = looped / scale + trend
     return LoopResult(
         values=looped,
         before=seam_jump(c, travel),
@@ -199,25 +212,32 @@ def find_cycle(
 ) -> Cycle:
     """The best loopable range inside a longer clip: matching pose *and* velocity at its two ends.
 
-    Every start s and period P are scored by ``sqrt(|pose gap|^2 + (2 |velocity gap|)^2) / step``
-    (step: the clip's median frame-to-frame change, so the score reads "frames of motion"), over
-    segments that move at least half as fast as the clip's median.  The shortest period scoring
-    within 25 % or half a step of the best wins, so a walk gives one stride rather than two even
-    when noise makes a multiple of the period score marginally better.  Travel channels count by
-    velocity only.
+    A (start s, period P) pair is scored by ``sqrt(|pose gap|^2 + (2 |velocity gap|)^2) / step``
+    (step: the clip's median frame-to-frame change, so the score reads "frames of motion"); only
+    segments moving at least half as fast as the clip's median count (a standing start would
+    otherwise win).  The period comes from the lag profile D(P), the median score over all starts
+    (an average-magnitude-difference function, as in pitch detection): the motion moves away from
+    itself, then comes back at the period.  The first clear dip of D (a local minimum at most 75 %
+    of the highest D at shorter lags, whose best start scores within 1.5x + 1 of the best overall)
+    is refined to the best-scoring period within +-5 %, and the
+    start with the best score at that period is returned.  Without a clear dip (the clip holds no
+    whole cycle) the smallest score per frame of period wins: a long stretch, closed by the
+    projection.  Default bounds: a tenth of the clip to all of it.
+    Travel channels count by velocity only; ``weights`` put channels of different units on one
+    scale (see :func:`make_loop`).
     """
     c = _check(values)
     n_frames, n = c.shape
     mask = _travel_mask(n, travel)
     if weights is not None:
-        c = c * np.asarray(weights, dtype=float)[None, :]
+        c = c * _weights(weights, n)[None, :]
     pose = c[:, ~mask]
     vel = np.diff(c, axis=0)  # (N-1, n)
     speed = np.linalg.norm(vel, axis=1)
     step = float(np.median(speed))
     if step <= 0.0:
         raise ValueError("the clip does not move: there is no cycle to find")
-    p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 4)
+    p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 10)
     p_max = min(n_frames - 1, int(max_period) if max_period else n_frames - 1)
     if p_min > p_max:
         raise ValueError(f"no period between {p_min} and {p_max} frames fits in {n_frames} frames")
@@ -227,20 +247,42 @@ def find_cycle(
     n_vel = np.diag(g_vel)
     cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
     best_per_p = np.full(p_max + 1, np.inf)
+    typical = np.full(p_max + 1, np.nan)  # D(P)
     best_start = np.zeros(p_max + 1, dtype=int)
-    for p in range(p_min, p_max + 1):
+    for p in range(1, p_max + 1):
         s = np.arange(0, n_frames - p)
         gap_pose = n_pose[s] + n_pose[s + p] - 2.0 * g_pose[s, s + p]
         # velocity leaving the start (s -> s+1) vs arriving at the end (s+p-1 -> s+p)
         gap_vel = n_vel[s] + n_vel[s + p - 1] - 2.0 * g_vel[s, s + p - 1]
         score = np.sqrt(np.maximum(gap_pose, 0.0) + 4.0 * np.maximum(gap_vel, 0.0)) / step
         mean_speed = (cum_speed[s + p] - cum_speed[s]) / p
-        score = np.where(mean_speed >= 0.5 * step, score, np.inf)
-        i = int(np.argmin(score))
-        best_per_p[p], best_start[p] = score[i], s[i]
-    best = float(np.min(best_per_p))
-    if not np.isfinite(best):
+        moving = mean_speed >= 0.5 * step
+        if not moving.any():
+            continue
+        typical[p] = float(np.median(score[moving]))
+        if p >= p_min:
+            score = np.where(moving, score, np.inf)
+            i = int(np.argmin(score))
+            best_per_p[p], best_start[p] = score[i], s[i]
+    if not np.isfinite(best_per_p).any():
         raise ValueError("no moving segment long enough to loop")
-    ok = np.flatnonzero(best_per_p <= max(1.25 * best, best + 0.5) + 1e-9)
-    p = int(ok[0])
+    rise = np.fmax.accumulate(np.nan_to_num(typical, nan=0.0))  # highest D at lags up to P
+    best = float(np.min(best_per_p))
+    p = -1
+    for q in range(p_min, p_max + 1):
+        if not np.isfinite(best_per_p[q]) or not np.isfinite(typical[q]):
+            continue
+        lo, hi = max(1, int(0.9 * q)), min(p_max, int(np.ceil(1.1 * q)))
+        around = typical[lo:hi + 1]
+        if (typical[q] <= np.nanmin(around) + 1e-12 and typical[q] <= 0.75 * rise[q]
+                and best_per_p[q] <= 1.5 * best + 1.0):
+            p = q
+            break
+    if p >= 0:
+        lo, hi = max(p_min, int(0.95 * p)), min(p_max, int(np.ceil(1.05 * p)))
+        p = lo + int(np.argmin(best_per_p[lo:hi + 1]))
+    else:
+        # no whole cycle: the (start, period) with the smallest seam per frame of period, which
+        # prefers long stretches (a 10-frame "loop" of a walk is useless even if its seam is small)
+        p = int(np.argmin(best_per_p / np.maximum(np.arange(p_max + 1), 1)))
     return Cycle(int(best_start[p]), int(best_start[p] + p), float(best_per_p[p]))

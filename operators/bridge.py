@@ -687,6 +687,24 @@ def travel_channels(id_data: Any, specs: Sequence[ChannelSpec], *, max_vertical:
     return out
 
 
+def figure_height(ob: bpy.types.Object) -> float:
+    """An armature's size in its own units: the largest extent of its rest-pose bones (0 if none).
+
+    Pose-bone locations are in these units (BVH imports keep the file's: cm or inches), so the
+    tools scale root location by it to weigh travel against rotations in radians.
+    """
+    bones = getattr(getattr(ob, "data", None), "bones", None) if ob.type == "ARMATURE" else None
+    if not bones:
+        return 0.0
+    n = len(bones)
+    heads = np.empty(3 * n, dtype=np.float32)
+    tails = np.empty(3 * n, dtype=np.float32)
+    bones.foreach_get("head_local", heads)
+    bones.foreach_get("tail_local", tails)
+    pts = np.concatenate([heads.reshape(n, 3), tails.reshape(n, 3)]).astype(np.float64)
+    return float(np.ptp(pts, axis=0).max())
+
+
 def bone_hierarchy(ob: bpy.types.Object) -> tuple[list[str], list[int]]:
     """Pose bone names (in ``ob.pose.bones`` order, the order of :func:`bone_heads_world`) and the
     index of each bone's parent (-1 for roots)."""

@@ -160,6 +160,20 @@ class LoopPlan:
     labels: list[str]
     auto_cycle: Any = None  # loop.Cycle when the range was found automatically
     warnings: list[str] = field(default_factory=list)
+    weights: Any = None  # per channel: radians 1, location 2 / figure height (one scale for the core)
+
+
+def _unit_weights(jobs, kinds: Sequence[str]) -> np.ndarray:
+    """Per-channel weights putting location on the scale of rotations in radians: 2 / figure height
+    for armature channels (their units are the armature's: cm for many BVH files), 1 otherwise."""
+    weights = np.ones(len(kinds))
+    for job in jobs:
+        height = bridge.figure_height(job.id_data) if isinstance(job.id_data, bpy.types.Object) else 0.0
+        if height > 0.0:
+            for j in range(job.columns.start, job.columns.stop):
+                if kinds[j] == bridge.LOCATION:
+                    weights[j] = 2.0 / height
+    return weights
 
 
 def plan_loop(
@@ -240,14 +254,16 @@ def plan_loop(
 
         travel_cols = _loop.select_travel(curve, travel_cols)  # forward travel yes, sideways sway no
 
-    plan = LoopPlan(jobs, ob.name, frames, values, curve, kinds, owners, travel_cols, labels, warnings=warnings)
+    plan = LoopPlan(jobs, ob.name, frames, values, curve, kinds, owners, travel_cols, labels, warnings=warnings,
+                    weights=_unit_weights(jobs, kinds))
     if range_mode == "AUTO":
         from ..anim_signals import loop
 
         if min_period and max_period and max_period < min_period:
             raise MotionInputError(f"The max period ({max_period}) is shorter than the min period ({min_period})")
         try:
-            cyc = loop.find_cycle(curve, travel=travel_cols, min_period=min_period or None, max_period=max_period or None)
+            cyc = loop.find_cycle(curve, travel=travel_cols, min_period=min_period or None,
+                                  max_period=max_period or None, weights=plan.weights)
         except ValueError as err:
             raise MotionInputError(f"No cycle found on frames {lo}-{hi}: {err}") from err
         start, stop = int(cyc.start), int(cyc.stop)
@@ -342,7 +358,8 @@ def run_loop(plan: LoopPlan, *, velocity_window: int = 0):
     from ..anim_signals import loop
 
     try:
-        return loop.make_loop(plan.curve, travel=plan.travel, velocity_window=velocity_window or None)
+        return loop.make_loop(plan.curve, travel=plan.travel, velocity_window=velocity_window or None,
+                              weights=plan.weights)
     except ValueError as err:
         raise MotionInputError(f"Cannot loop this clip: {err}") from err
 
@@ -1123,7 +1140,7 @@ class ANIM_SIGNALS_OT_make_cyclic(bpy.types.Operator):
     )
     min_period: IntProperty(  # type: ignore[valid-type]
         name="Min Period",
-        description="Shortest cycle to look for, in frames (Find Cycle; 0: automatic)",
+        description="Shortest cycle to look for, in frames (Find Cycle; 0: automatic: the first clear repeat of the motion)",
         default=0,
         min=0,
     )
