@@ -220,9 +220,10 @@ def find_cycle(
     itself, then comes back at the period.  The first clear dip of D (a local minimum at most 75 %
     of the highest D at shorter lags, whose best start scores within 1.5x + 1 of the best overall)
     is refined to the best-scoring period within +-5 %, and the
-    start with the best score at that period is returned.  Without a clear dip (the clip holds no
-    whole cycle) the smallest score per frame of period wins: a long stretch, closed by the
-    projection.  Default bounds: a tenth of the clip to all of it.
+    start with the best score at that period is returned.  Without a clear dip the smallest
+    score / sqrt(period) wins (a weak cycle rather than a few frames or the whole clip).  Default
+    bounds: a tenth of the clip to all of it.  This is a heuristic: clips holding less than one
+    whole cycle get a poor range (the operator warns when the score is high).
     Travel channels count by velocity only; ``weights`` put channels of different units on one
     scale (see :func:`make_loop`).
     """
@@ -282,7 +283,8 @@ def find_cycle(
         lo, hi = max(p_min, int(0.95 * p)), min(p_max, int(np.ceil(1.05 * p)))
         p = lo + int(np.argmin(best_per_p[lo:hi + 1]))
     else:
-        # no whole cycle: the (start, period) with the smallest seam per frame of period, which
-        # prefers long stretches (a 10-frame "loop" of a walk is useless even if its seam is small)
-        p = int(np.argmin(best_per_p / np.maximum(np.arange(p_max + 1), 1)))
+        # no clear repeat: balance the seam against the period (seam / sqrt(period)); a seam
+        # grows about linearly with the period where nothing repeats, so a weak cycle still wins
+        # over both a few frames and the whole clip
+        p = int(np.argmin(best_per_p / np.sqrt(np.maximum(np.arange(p_max + 1), 1))))
     return Cycle(int(best_start[p]), int(best_start[p] + p), float(best_per_p[p]))
