@@ -6,8 +6,10 @@
 #               fake-bpy-module, matplotlib           (scripts/requirements-5.0.txt)
 #   .venv-4.2/  bpy 4.2 LTS (latest 4.2.x) + numpy 1.26.4, scipy, cma, pytest, hypothesis
 #                                                     (scripts/requirements-4.2.txt)
+#   .venv-oracle/ fdasrsf 2.7.3 + numpy 2.2.6, the test oracle for SRV distances (no bpy)
+#                                                     (scripts/requirements-oracle.txt)
 #
-# Usage: bash scripts/bootstrap.sh [--only 5.0|4.2]
+# Usage: bash scripts/bootstrap.sh [--only 5.0|4.2|oracle]
 # Env:   PYTHON (default python3.11)
 set -euo pipefail
 
@@ -28,8 +30,8 @@ hash_of() {  # hash of the requirements file + the python interpreter version
     { cat "$1"; "$PYTHON" -VV; } | sha256sum | cut -d' ' -f1
 }
 
-make_venv() {  # make_venv <dir> <requirements>
-    local venv="$1" req="$2" stamp want have
+make_venv() {  # make_venv <dir> <requirements> [numpy version, default Blender's 1.26.4]
+    local venv="$1" req="$2" want_np="${3:-1.26.4}" stamp want have
     stamp="$venv/.bootstrap-stamp"
     want="$(hash_of "$req")"
     have="$(cat "$stamp" 2>/dev/null || true)"
@@ -57,7 +59,7 @@ make_venv() {  # make_venv <dir> <requirements>
     local np
     np="$("$venv/bin/python" -c 'import numpy; print(numpy.__version__)' 2>/dev/null)" \
         || die "numpy does not import in $venv (installation failed, see above)"
-    [[ "$np" == "1.26.4" ]] || die "$venv has numpy $np, expected 1.26.4 (Blender ships numpy 1.26)"
+    [[ "$np" == "$want_np" ]] || die "$venv has numpy $np, expected $want_np"
     "$venv/bin/python" - "$req" <<'EOF' || die "$venv does not match $req (installation failed, see above)"
 import sys
 from importlib.metadata import version, PackageNotFoundError
@@ -83,3 +85,4 @@ EOF
 
 if [[ -z "$ONLY" || "$ONLY" == "5.0" ]]; then make_venv .venv scripts/requirements-5.0.txt; fi
 if [[ -z "$ONLY" || "$ONLY" == "4.2" ]]; then make_venv .venv-4.2 scripts/requirements-4.2.txt; fi
+if [[ -z "$ONLY" || "$ONLY" == "oracle" ]]; then make_venv .venv-oracle scripts/requirements-oracle.txt 2.2.6; fi

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README; .ci/run executes exactly this):   bash scripts/test.sh
 #
-# Stages, failing fast: bootstrap venvs -> ruff -> mypy -> core tests -> build the Linux extension
-# zip -> Blender tests under bpy 5.0.1 (.venv) -> Blender tests under bpy 4.2 LTS (.venv-4.2).
+# Stages, failing fast: bootstrap venvs -> ruff -> mypy -> core tests -> fdasrsf oracle tests
+# (.venv-oracle, numpy 2) -> build the Linux extension zip -> Blender tests under bpy 5.0.1 (.venv)
+# -> Blender tests under bpy 4.2 LTS (.venv-4.2).
 # Env: ANIM_SIGNALS_FULL_BUILD=1 builds and validates all four platform zips instead of Linux only.
 set -uo pipefail
 
@@ -82,6 +83,26 @@ pytest_stage() {  # pytest_stage <name> <python> <folder>
     stage_done "$name" $((SECONDS - t0)) "ok"
 }
 
+# The fdasrsf oracle tests live in tests/core/test_elastic.py and skip without fdasrsf (in .venv);
+# here they must run: fdasrsf has to import, and pytest must report them passed, none skipped.
+oracle_stage() {
+    local t0=$SECONDS py=.venv-oracle/bin/python
+    echo
+    echo "=== [fdasrsf-oracle] $py -m pytest tests/core/test_elastic.py -k fdasrsf"
+    "$py" -c "import fdasrsf.curve_functions" || fail fdasrsf-oracle $((SECONDS - t0)) "fdasrsf does not import in .venv-oracle"
+    local log
+    log="$(mktemp)"
+    "$py" -m pytest tests/core/test_elastic.py -k fdasrsf -p no:cacheprovider 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    count_results "$log"
+    if [[ $rc -ne 0 ]] || grep -qE '[0-9]+ skipped' "$log"; then
+        rm -f "$log"
+        fail fdasrsf-oracle $((SECONDS - t0)) "oracle tests failed or skipped (see above)"
+    fi
+    rm -f "$log"
+    stage_done fdasrsf-oracle $((SECONDS - t0)) "ok"
+}
+
 BUILD_ARGS=(--platform linux-x64)
 if [[ "${ANIM_SIGNALS_FULL_BUILD:-0}" == "1" ]]; then BUILD_ARGS=(); fi
 
@@ -89,6 +110,7 @@ run_stage bootstrap bash scripts/bootstrap.sh
 run_stage ruff .venv/bin/ruff check .
 run_stage mypy .venv/bin/mypy
 pytest_stage core-tests .venv/bin/python tests/core
+oracle_stage
 run_stage build-extension .venv/bin/python scripts/build_extension.py "${BUILD_ARGS[@]}"
 pytest_stage blender-5.0 .venv/bin/python tests/blender
 pytest_stage blender-4.2 .venv-4.2/bin/python tests/blender
