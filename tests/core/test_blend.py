@@ -57,3 +57,24 @@ def test_select_travel_keeps_forward_motion_not_sway():
     values = np.column_stack([forward, sway, still])
     assert select_travel(values, [0, 1, 2]) == [0]
     assert select_travel(values, [1]) == []
+
+
+def test_silhouette_closed_form_and_automatic_cut():
+    from anim_signals.elastic import cluster, silhouette
+
+    # points on a line: 0, 1 | 10, 11 -> a = 1, b = mean distance to the other pair
+    x = np.array([0.0, 1.0, 10.0, 11.0])
+    d = np.abs(x[:, None] - x[None, :])
+    labels = np.array([1, 1, 2, 2])
+    expected = np.mean([(10.5 - 1) / 10.5, (9.5 - 1) / 9.5, (9.5 - 1) / 9.5, (10.5 - 1) / 10.5])
+    assert silhouette(d, labels) == pytest.approx(expected)
+    # three well separated groups of different sizes, one tight pair inside a group: the automatic cut
+    # must find the three groups (the largest merge-height gap would split off the tight pair)
+    rng = np.random.default_rng(0)
+    pts = np.concatenate([rng.normal(0, 1, 5), rng.normal(40, 1, 4), rng.normal(90, 1, 6), [90.001]])
+    d = np.abs(pts[:, None] - pts[None, :])
+    got = cluster(d).labels
+    truth = np.repeat([0, 1, 2], [5, 4, 7])
+    assert len(set(got.tolist())) == 3
+    for g in range(3):
+        assert len(set(got[truth == g].tolist())) == 1
