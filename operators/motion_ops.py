@@ -1347,7 +1347,7 @@ class ANIM_SIGNALS_OT_compare_actions(bpy.types.Operator):
     )
     n_clusters: IntProperty(  # type: ignore[valid-type]
         name="Clusters",
-        description="Number of clusters (0: automatic, from the largest gap in the dendrogram)",
+        description="Number of clusters (0: automatic, the cut of the dendrogram with the best silhouette, 2 to 10 clusters)",
         default=0,
         min=0,
         soft_max=20,

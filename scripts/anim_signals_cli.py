@@ -609,7 +609,7 @@ def add_compare_parser(sub):
     p.add_argument("--features", default="CHANNELS", choices=("CHANNELS", "BODY"),
                    help="rotation channels by name (one skeleton) or body features (any humanoid rigs)")
     p.add_argument("--metric", default="ELASTIC", choices=("ELASTIC", "LINEAR"))
-    p.add_argument("--clusters", type=int, default=0, help="number of clusters (0 = cut at the largest gap)")
+    p.add_argument("--clusters", type=int, default=0, help="number of clusters (0 = automatic: best silhouette, 2-10)")
     p.add_argument("--open", action="store_true", help="compare as open clips (default: as cycles, as the seed)")
     p.add_argument("--samples", type=int, default=100, help="samples per clip (default 100)")
     p.add_argument("--out-dir", default="anim_signals_compare", help="output folder (default ./anim_signals_compare)")
