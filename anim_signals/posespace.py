@@ -1,0 +1,759 @@
+"""Time, pose and shape signals of a frame sequence (Cashman & Hormann 2012).
+
+psi = h o g o f maps time to shapes:
+
+* h, the **shape signal** (§2.1, §3.1): an affine subspace of the shape space, PCA of the frames
+  (or spanned by given example shapes, §4.3);
+* g, the **pose signal** (§2.2, §3.2): a thin-plate spline from a 2D pose space into that subspace,
+  least squares on l <= n sites picked greedily (nested: raising l only lowers the error);
+* f, the **time signal** (§2.3, §3.3): a cubic B-spline through the frames' pose-space positions,
+  centripetal parameters, Piegl-Tiller knots, and a monotone (Fritsch-Carlson) reparametrisation
+  rho from frame numbers to the spline parameter.
+
+Frames are rows of ``Z`` (n, d): vertex coordinates stacked (d = 3V), or any pose vector (an
+armature's channels).  Everything here is numpy/scipy; models are immutable and serialise to plain
+arrays (:meth:`PoseSpace.to_dict`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import bspline
+
+__all__ = [
+    "PoseSignal",
+    "PoseSpace",
+    "ShapeSignal",
+    "TimeSignal",
+    "build_pose_space",
+    "centripetal_params",
+    "fit_pose_signal",
+    "fit_time_signal",
+    "greedy_site_order",
+    "mds_positions",
+    "piegl_tiller_knots",
+    "shape_signal",
+    "shape_signal_from_examples",
+    "stress",
+]
+
+MIN_FRAMES = 4
+DEGREE = 3
+
+
+# ------------------------------------------------------------------------------------------------
+# input checks
+# ------------------------------------------------------------------------------------------------
+
+
+def _frames_matrix(z: np.ndarray) -> np.ndarray:
+    z = np.asarray(z, dtype=float)
+    if z.ndim != 2:
+        raise ValueError(f"frames must be a (frames, values) array, got shape {z.shape}")
+    if z.shape[0] < MIN_FRAMES:
+        raise ValueError(f"a pose space needs at least {MIN_FRAMES} frames, got {z.shape[0]}")
+    bad = ~np.isfinite(z)
+    if bad.any():
+        row = int(np.argmax(bad.any(axis=1)))
+        raise ValueError(f"frame {row} has NaN or infinite values")
+    return z
+
+
+# ------------------------------------------------------------------------------------------------
+# shape signal h
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShapeSignal:
+    """h(x) = h0 + H x."""
+
+    h0: np.ndarray  # (d,)
+    H: np.ndarray  # (d, m)
+    orthonormal: bool = True  # PCA columns; example shapes (§4.3) are not orthogonal
+
+    @property
+    def m(self) -> int:
+        return int(self.H.shape[1])
+
+    def encode(self, z: np.ndarray) -> np.ndarray:
+        """Least-squares coordinates of shapes (..., d) in the subspace: (..., m)."""
+        y = np.asarray(z, dtype=float) - self.h0
+        if self.orthonormal:
+            return y @ self.H
+        sol, *_ = np.linalg.lstsq(self.H, y.reshape(-1, self.H.shape[0]).T, rcond=None)
+        return sol.T.reshape(*y.shape[:-1], self.m)
+
+    def decode(self, x: np.ndarray) -> np.ndarray:
+        return self.h0 + np.asarray(x, dtype=float) @ self.H.T
+
+
+def _rms_rows(residual_sq_sum: float, n: int, d: int, row_size: int) -> float:
+    rows = max(1, d // max(1, row_size))
+    return float(np.sqrt(max(residual_sq_sum, 0.0) / (n * rows)))
+
+
+def shape_signal(z: np.ndarray, *, m: int | None = None, tolerance: float | None = None,
+                 row_size: int = 3) -> tuple[ShapeSignal, np.ndarray]:
+    """PCA shape signal (§3.1): h0 the mean frame, H the first m right singular vectors.
+
+    ``m`` given, or the smallest m whose RMS error per row of ``row_size`` values (a vertex) is at
+    most ``tolerance``, or n - 1 (exact).  Returns the signal and the coordinates X (n, m).
+    """
+    z = _frames_matrix(z)
+    n, d = z.shape
+    h0 = z.mean(axis=0)
+    y = z - h0
+    u, s, vt = np.linalg.svd(y, full_matrices=False)
+    scale = float(np.abs(z).max()) or 1.0
+    rank = int(np.count_nonzero(s > 1e-12 * scale * np.sqrt(n * d)))
+    if rank == 0:
+        raise ValueError("the sequence is static: every frame is the same shape (zero variance)")
+    if m is None:
+        if tolerance is not None:
+            tail = np.concatenate([np.cumsum((s**2)[::-1])[::-1], [0.0]])  # tail[j] = sum_{i >= j} s_i^2
+            m = next(j for j in range(1, rank + 1) if _rms_rows(tail[j], n, d, row_size) <= tolerance)
+        else:
+            m = rank
+    m = int(m)
+    if not 1 <= m <= min(n, d):
+        raise ValueError(f"m must be between 1 and {min(n, d)}, got {m}")
+    h = vt[:m].T.copy()
+    x = u[:, :m] * s[:m]
+    return ShapeSignal(h0, h, True), x
+
+
+def shape_signal_from_examples(q0: np.ndarray, q: np.ndarray, z: np.ndarray) -> tuple[ShapeSignal, np.ndarray]:
+    """Shape signal spanned by example shapes (§4.3): h0 = q0, h_j = q_j - q0; X by normal equations."""
+    q0 = np.asarray(q0, dtype=float).reshape(-1)
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    z = _frames_matrix(z)
+    if q.shape[1] != q0.size or z.shape[1] != q0.size:
+        raise ValueError(f"examples and frames must have {q0.size} values each")
+    h = (q - q0).T
+    if np.linalg.matrix_rank(h) < h.shape[1]:
+        raise ValueError("the example shapes are linearly dependent (one is a blend of the others)")
+    sig = ShapeSignal(q0, h, False)
+    x = np.linalg.solve(h.T @ h, h.T @ (z - q0).T).T
+    return sig, x
+
+
+# ------------------------------------------------------------------------------------------------
+# pose signal g: thin-plate spline with linear precision
+# ------------------------------------------------------------------------------------------------
+
+
+def _phi(r: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(r > 0.0, r * r * np.log(np.where(r > 0.0, r, 1.0)), 0.0)
+
+
+def _tps_basis(p: np.ndarray, sites: np.ndarray) -> np.ndarray:
+    p = np.asarray(p, dtype=float)
+    diff = p[..., None, :] - sites
+    r = np.sqrt(np.einsum("...ij,...ij->...i", diff, diff))
+    ones = np.ones(p.shape[:-1] + (1,))
+    return np.concatenate([_phi(r), ones, p], axis=-1)
+
+
+@dataclass(frozen=True)
+class PoseSignal:
+    """g(p) = affine[0] + p @ affine[1:] + sum_j phi(|p - s_j|) weights[j]."""
+
+    sites: np.ndarray  # (l, 2)
+    weights: np.ndarray  # (l, m)
+    affine: np.ndarray  # (3, m)
+
+    @property
+    def l(self) -> int:  # noqa: E743  (the seed's name)
+        return int(self.sites.shape[0])
+
+    @property
+    def coefficients(self) -> np.ndarray:
+        """(l + 3, m), so that g(p) = basis(p) @ coefficients."""
+        return np.vstack([self.weights, self.affine])
+
+    def basis(self, p: np.ndarray) -> np.ndarray:
+        return _tps_basis(p, self.sites)
+
+    def evaluate(self, p: np.ndarray) -> np.ndarray:
+        return self.basis(p) @ self.coefficients
+
+
+def fit_pose_signal(p: np.ndarray, x: np.ndarray, sites: np.ndarray) -> PoseSignal:
+    """Least-squares thin-plate spline through (p_i, x_i) with RBF centres ``sites`` (l <= n).
+
+    The side conditions sum w_j = 0 and sum s_j w_j^T = 0 (uniqueness, linear precision) are
+    eliminated through a basis of their null space (one QR), leaving an n x l least-squares problem
+    (seed §3.2; scipy's RBFInterpolator cannot use fewer centres than points).  With l = n and
+    sites = positions this is the interpolating thin-plate spline.  Coincident sites are merged.
+    """
+    p = np.asarray(p, dtype=float)
+    x = np.asarray(x, dtype=float)
+    sites = _unique_rows(np.asarray(sites, dtype=float))
+    n, m = x.shape
+    ell = sites.shape[0]
+    if ell < 3:
+        raise ValueError(f"a thin-plate spline needs at least 3 distinct sites, got {ell}")
+    side = np.column_stack([np.ones(ell), sites])  # (l, 3)
+    q, r = np.linalg.qr(side, mode="complete")
+    if abs(np.linalg.det(r[:3, :3])) < 1e-12 * max(1.0, float(np.abs(sites).max()) ** 2):
+        raise ValueError("the sites are collinear: the pose space needs positions spread in 2D")
+    null = q[:, 3:]  # (l, l - 3), orthogonal to the side conditions
+    design = np.hstack([_phi(_dist(p, sites)) @ null, np.ones((n, 1)), p])  # (n, l)
+    sol, *_ = np.linalg.lstsq(design, x, rcond=None)
+    weights = null @ sol[: ell - 3]
+    return PoseSignal(sites, weights, sol[ell - 3:])
+
+
+def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    diff = a[:, None, :] - b[None, :, :]
+    return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+
+
+def _unique_rows(a: np.ndarray, tol: float = 1e-12) -> np.ndarray:
+    if a.shape[0] < 2:
+        return a
+    scale = max(1.0, float(np.abs(a).max()))
+    keep = [0]
+    for i in range(1, a.shape[0]):
+        if np.min(np.linalg.norm(a[keep] - a[i], axis=1)) > tol * scale:
+            keep.append(i)
+    return a[keep]
+
+
+def greedy_site_order(p: np.ndarray, x: np.ndarray, *, count: int | None = None) -> np.ndarray:
+    """Order in which frames become RBF sites (seed §3.2.2).
+
+    The four frames farthest from the best-fit plane of the x_i come first; then, repeatedly, the
+    frame with the largest error of the least-squares fit on the current sites.  Returns the first
+    ``count`` indices (default all n); a prefix of length l gives the sites for that l.
+    """
+    p = np.asarray(p, dtype=float)
+    x = np.asarray(x, dtype=float)
+    n = p.shape[0]
+    count = n if count is None else int(min(count, n))
+    centred = x - x.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred, full_matrices=False)
+    off_plane = centred - (centred @ vt[:2].T) @ vt[:2] if vt.shape[0] > 2 else np.zeros_like(centred)
+    dist = np.linalg.norm(off_plane, axis=1)
+    candidates = list(np.argsort(-dist, kind="stable"))
+    order: list[int] = []
+    scale = max(1.0, float(np.abs(p).max()))
+    for i in candidates:  # the first sites must span the plane (the affine part needs 3 non-collinear)
+        if order and np.min(np.linalg.norm(p[order] - p[i], axis=1)) <= 1e-9 * scale:
+            continue  # a repeated pose (same position) adds nothing
+        trial = order + [int(i)]
+        if len(trial) <= 2 or _spread(p[trial]):
+            order = trial
+        if len(order) == min(4, n):
+            break
+    for i in candidates:
+        if len(order) >= min(4, n):
+            break
+        if int(i) not in order:
+            order.append(int(i))
+    while len(order) < count:
+        g = fit_pose_signal(p, x, p[order])
+        err = np.linalg.norm(x - g.evaluate(p), axis=1)
+        err[order] = -np.inf
+        order.append(int(np.argmax(err)))
+    return np.asarray(order[:count], dtype=int)
+
+
+def _spread(pts: np.ndarray) -> bool:
+    """Some three of the points are not collinear."""
+    if pts.shape[0] < 3:
+        return True
+    c = pts - pts.mean(axis=0)
+    s = np.linalg.svd(c, compute_uv=False)
+    return bool(s[-1] > 1e-9 * max(1.0, s[0])) if s.size >= 2 else False
+
+
+# ------------------------------------------------------------------------------------------------
+# pose-space positions: MDS stress with pinned positions (SMACOF)
+# ------------------------------------------------------------------------------------------------
+
+
+def stress(p: np.ndarray, x: np.ndarray) -> float:
+    """Seed eq. 6: sum over pairs of (|p_i - p_j| - |x_i - x_j|)^2."""
+    dp = _dist(np.asarray(p, dtype=float), np.asarray(p, dtype=float))
+    dx = _dist(np.asarray(x, dtype=float), np.asarray(x, dtype=float))
+    return float(np.sum(np.triu(dp - dx, 1) ** 2))
+
+
+def _check_pins(pins: Mapping[int, Sequence[float]] | None, n: int, dx: np.ndarray) -> dict[int, np.ndarray]:
+    out: dict[int, np.ndarray] = {}
+    for key, value in (pins or {}).items():
+        i = int(key)
+        if not 0 <= i < n:
+            raise ValueError(f"pinned frame {i} is outside 0..{n - 1}")
+        v = np.asarray(value, dtype=float).reshape(-1)
+        if v.size != 2 or not np.all(np.isfinite(v)):
+            raise ValueError(f"the pin of frame {i} must be two finite numbers")
+        out[i] = v
+    keys = sorted(out)
+    scale = float(dx.max()) or 1.0
+    for a_i, a in enumerate(keys):
+        for b in keys[a_i + 1:]:
+            if np.linalg.norm(out[a] - out[b]) < 1e-9 * scale and dx[a, b] > 1e-6 * scale:
+                raise ValueError(f"frames {a} and {b} differ in shape but are pinned to the same point")
+    return out
+
+
+def mds_positions(x: np.ndarray, *, pins: Mapping[int, Sequence[float]] | None = None,
+                  init: np.ndarray | None = None, iterations: int = 300, tol: float = 1e-7) -> np.ndarray:
+    """2D positions whose distances match the shapes' (stress, eq. 6), user pins kept exactly (§3.2.1).
+
+    SMACOF (Guttman transform); with pinned rows C the free rows F solve
+    V_FF P_F = (B(P) P)_F - V_FC P_C, V = n I - 1 1^T, in closed form (Sherman-Morrison).  Starts from
+    ``init`` or from the first two principal coordinates (classical MDS for these distances).
+    """
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    dx = _dist(x, x)
+    fixed = _check_pins(pins, n, dx)
+    if init is not None:
+        p = np.array(init, dtype=float, copy=True)
+    else:
+        c = x - x.mean(axis=0)
+        u, s, _ = np.linalg.svd(c, full_matrices=False)
+        p = np.zeros((n, 2))
+        k = min(2, s.size)
+        p[:, :k] = u[:, :k] * s[:k]
+    if fixed:
+        idx = np.array(sorted(fixed))
+        target = np.array([fixed[i] for i in idx])
+        if init is None and len(idx) >= 2:
+            # bring the unpinned start into the pins' frame (similarity fit on the pinned rows)
+            p = _similarity_to(p, idx, target)
+        elif init is None:
+            p += target[0] - p[idx[0]]
+        p[idx] = target
+    free = np.setdiff1d(np.arange(n), np.array(sorted(fixed), dtype=int))
+    if free.size == 0:
+        return p
+    n_free = free.size
+    prev = stress(p, x)
+    for _ in range(iterations):
+        dp = _dist(p, p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.where(dp > 1e-12, -dx / np.where(dp > 1e-12, dp, 1.0), 0.0)
+        np.fill_diagonal(b, 0.0)
+        np.fill_diagonal(b, -b.sum(axis=1))
+        bp = b @ p
+        if fixed:
+            rhs = bp[free] + p[np.array(sorted(fixed))].sum(axis=0)
+            # (n I - J)^-1 = (I + J / (n - f)) / n for f free rows, f < n
+            p[free] = (rhs + rhs.sum(axis=0) / (n - n_free)) / n
+        else:
+            p = bp / n
+        cur = stress(p, x)
+        if prev - cur <= tol * max(prev, 1e-300):
+            break
+        prev = cur
+    return p
+
+
+def _similarity_to(p: np.ndarray, idx: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """p moved by the similarity (rotation, scale, translation) that best maps p[idx] onto target."""
+    a = p[idx] - p[idx].mean(axis=0)
+    b = target - target.mean(axis=0)
+    na = float(np.sum(a * a))
+    if na <= 0.0:
+        return p - p[idx].mean(axis=0) + target.mean(axis=0)
+    u, s, vt = np.linalg.svd(a.T @ b)
+    rot = u @ vt
+    scale = float(s.sum()) / na
+    return (p - p[idx].mean(axis=0)) @ rot * scale + target.mean(axis=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# time signal f
+# ------------------------------------------------------------------------------------------------
+
+
+def centripetal_params(p: np.ndarray) -> np.ndarray:
+    """Parameters in [0, 1] with steps |p_{i+1} - p_i|^(1/2) (Lee's centripetal), strictly increasing."""
+    p = np.asarray(p, dtype=float)
+    steps = np.sqrt(np.linalg.norm(np.diff(p, axis=0), axis=1))
+    total = float(steps.sum())
+    if total <= 0.0:
+        steps = np.ones_like(steps)
+        total = float(steps.sum())
+    steps = steps + 1e-9 * total  # coincident neighbours still get distinct parameters
+    t = np.concatenate([[0.0], np.cumsum(steps)])
+    return t / t[-1]
+
+
+def piegl_tiller_knots(params: np.ndarray, k: int) -> np.ndarray:
+    """Clamped cubic knot vector (k + 4 knots) for k control points (Piegl & Tiller §9.4.1).
+
+    Interior knots average the parameters so every basis function has data inside its support
+    (Schoenberg-Whitney).  k = n + 2: the interior knots are the data parameters themselves, the
+    interpolation configuration of the seed (with natural end conditions fixing the 2 extra degrees).
+    """
+    t = np.asarray(params, dtype=float)
+    n = t.size
+    if not DEGREE + 1 <= k <= n + 2:
+        raise ValueError(f"k must be between {DEGREE + 1} and n + 2 = {n + 2}, got {k}")
+    if k == n + 2:
+        interior = t[1:-1]
+    else:
+        d = n / (k - DEGREE)
+        j = np.arange(1, k - DEGREE)
+        jd = j * d
+        i = np.floor(jd).astype(int)
+        alpha = jd - i
+        interior = (1.0 - alpha) * t[i - 1] + alpha * t[np.minimum(i, n - 1)]
+    return bspline.clamped_knots(interior, float(t[0]), float(t[-1]), DEGREE)
+
+
+@dataclass(frozen=True)
+class TimeSignal:
+    """f(time) = spline(rho(time)), rho monotone (PCHIP) from frame numbers to spline parameters."""
+
+    control: np.ndarray  # (k, 2)
+    knots: np.ndarray  # (k + 4,)
+    params: np.ndarray  # (n,) spline parameter of each frame
+    frames: np.ndarray  # (n,) frame numbers (strictly increasing)
+
+    @property
+    def k(self) -> int:
+        return int(self.control.shape[0])
+
+    def rho(self, times: np.ndarray) -> np.ndarray:
+        from scipy.interpolate import PchipInterpolator
+
+        t = np.clip(np.asarray(times, dtype=float), self.frames[0], self.frames[-1])
+        return PchipInterpolator(self.frames, self.params)(t)
+
+    def spline(self, u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, dtype=float)
+        flat = bspline.evaluate(self.knots, self.control, u.reshape(-1), DEGREE)
+        return flat.reshape(u.shape + (2,))
+
+    def evaluate(self, times: np.ndarray) -> np.ndarray:
+        return self.spline(self.rho(times))
+
+    def support(self, j: int) -> tuple[float, float]:
+        """Parameter interval where control point j has influence."""
+        return float(self.knots[j]), float(self.knots[j + DEGREE + 1])
+
+
+def _end_second_derivative_rows(knots: np.ndarray, k: int) -> np.ndarray:
+    rows = np.zeros((2, k))
+    eye = np.eye(k)
+    for r, u in enumerate((knots[0], knots[-1])):
+        rows[r] = bspline.evaluate(knots, eye, np.array([u]), DEGREE, derivative=2)[0]
+    return rows
+
+
+def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> TimeSignal:
+    """Least-squares cubic B-spline through positions p (n, 2) with k control points (§3.3)."""
+    p = np.asarray(p, dtype=float)
+    n = p.shape[0]
+    frames = np.arange(1.0, n + 1.0) if frames is None else np.asarray(frames, dtype=float)
+    if frames.shape[0] != n or np.any(np.diff(frames) <= 0):
+        raise ValueError("frame numbers must be strictly increasing, one per position")
+    t = centripetal_params(p)
+    knots = piegl_tiller_knots(t, int(k))
+    b = bspline.design_matrix(knots, t, DEGREE)
+    if k == n + 2:
+        a = np.vstack([b, _end_second_derivative_rows(knots, k)])
+        rhs = np.vstack([p, np.zeros((2, 2))])
+        control = np.linalg.solve(a, rhs)
+    else:
+        control, *_ = np.linalg.lstsq(b, p, rcond=None)
+    return TimeSignal(control, knots, t, frames)
+
+
+# ------------------------------------------------------------------------------------------------
+# the representation
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoseSpace:
+    shape: ShapeSignal
+    latent: np.ndarray  # (n, m) shape coordinates x_i of the frames
+    positions: np.ndarray  # (n, 2) pose-space positions p_i
+    pose: PoseSignal
+    time: TimeSignal
+    site_order: np.ndarray  # (n,) greedy order; the sites are positions[site_order[:l]]
+    pins: dict[int, np.ndarray] = field(default_factory=dict)
+    residual: float = 0.0  # sum of squared shape-signal residuals of the frames (orthonormal h)
+    row_size: int = 3
+
+    @property
+    def n(self) -> int:
+        return int(self.positions.shape[0])
+
+    @property
+    def k(self) -> int:
+        return self.time.k
+
+    @property
+    def l(self) -> int:  # noqa: E743  (the seed's name)
+        return self.pose.l
+
+    @property
+    def m(self) -> int:
+        return self.shape.m
+
+    @property
+    def frames(self) -> np.ndarray:
+        return self.time.frames
+
+    def weights_at(self, p: np.ndarray) -> np.ndarray:
+        """g(p): shape coordinates (shape-key values) at pose-space points (..., 2) -> (..., m)."""
+        return self.pose.evaluate(p)
+
+    def at(self, p: np.ndarray) -> np.ndarray:
+        """h(g(p)): the shape at pose-space points (..., 2) -> (..., d)."""
+        return self.shape.decode(self.pose.evaluate(p))
+
+    def evaluate(self, times: np.ndarray) -> np.ndarray:
+        """psi(t) = h(g(f(t))) for frame times (...,) -> (..., d)."""
+        return self.at(self.time.evaluate(times))
+
+    def latent_error(self) -> np.ndarray:
+        """Per-frame squared error of g(f(i)) against x_i (the part of eq. 2 inside the subspace)."""
+        return np.sum((self.latent - self.weights_at(self.time.evaluate(self.frames))) ** 2, axis=1)
+
+    def reconstruction_error(self, z: np.ndarray | None = None) -> dict[str, float]:
+        """Seed eq. 2 as RMS and max error per row (vertex) over the frames.
+
+        Without ``z`` the error is computed from the stored residual of h and the latent error
+        (exact for PCA shape signals, whose H is orthonormal).
+        """
+        d = self.shape.h0.size
+        rows = max(1, d // max(1, self.row_size))
+        if z is not None:
+            diff = np.asarray(z, dtype=float) - self.evaluate(self.frames)
+            per_row = np.linalg.norm(diff.reshape(diff.shape[0], -1, self.row_size), axis=2) if \
+                d % self.row_size == 0 else np.abs(diff)
+            return {"rms": float(np.sqrt(np.mean(per_row**2))), "max": float(per_row.max())}
+        total = self.residual + float(self.latent_error().sum())
+        return {"rms": float(np.sqrt(total / (self.n * rows))), "max": float("nan")}
+
+    # -- edits (seed §4): every edit returns a new PoseSpace ----------------------------------
+
+    def with_control_point(self, j: int, xy: Sequence[float]) -> PoseSpace:
+        """Move time-signal control point j (§4.1): frames outside its support are unchanged."""
+        if not 0 <= j < self.k:
+            raise ValueError(f"control point {j} is outside 0..{self.k - 1}")
+        control = self.time.control.copy()
+        control[j] = np.asarray(xy, dtype=float)
+        return replace(self, time=replace(self.time, control=control))
+
+    def with_pins(self, pins: Mapping[int, Sequence[float]]) -> PoseSpace:
+        """Pin frames to pose-space points (§3.2.1): MDS re-solved, g and f refitted (same l, k)."""
+        merged = {**self.pins, **{int(i): np.asarray(v, dtype=float) for i, v in pins.items()}}
+        positions = mds_positions(self.latent, pins=merged, init=self.positions)
+        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.l]])
+        time = fit_time_signal(positions, self.k, self.frames)
+        return replace(self, positions=positions, pose=pose, time=time, pins=merged)
+
+    def without_pins(self) -> PoseSpace:
+        positions = mds_positions(self.latent, init=self.positions)
+        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.l]])
+        return replace(self, positions=positions, pose=pose, time=fit_time_signal(positions, self.k, self.frames),
+                       pins={})
+
+    def resample(self, taus: np.ndarray) -> np.ndarray:
+        """psi at new frame times (§4.2): slow motion, speed-up, frame-rate conversion."""
+        return self.evaluate(np.asarray(taus, dtype=float))
+
+    def with_stroke(self, stroke: np.ndarray, n_frames: int) -> PoseSpace:
+        """A new time signal along a sketched stroke (§4.4): uniform knots and parameters."""
+        pts = np.asarray(stroke, dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 2:
+            raise ValueError("a stroke needs at least 2 points (x, y)")
+        if not np.all(np.isfinite(pts)):
+            raise ValueError("the stroke has NaN or infinite points")
+        if n_frames < 2:
+            raise ValueError("a sketched sequence needs at least 2 frames")
+        k = max(DEGREE + 1, pts.shape[0])
+        if pts.shape[0] < k:  # too few points: resample the polyline
+            pts = _resample_polyline(pts, k)
+        knots = bspline.clamped_knots(np.linspace(0.0, 1.0, k - DEGREE + 1)[1:-1], 0.0, 1.0, DEGREE)
+        # control points from the stroke: the stroke's points at the Greville abscissae
+        greville = np.array([knots[j + 1:j + DEGREE + 1].mean() for j in range(k)])
+        control = _resample_polyline(pts, k, at=greville)
+        frames = np.arange(1.0, n_frames + 1.0)
+        params = np.linspace(0.0, 1.0, n_frames)
+        return replace(self, time=TimeSignal(control, knots, params, frames))
+
+    def with_loop(self, after_time: float, points: np.ndarray, frames_added: int | None = None) -> PoseSpace:
+        """Insert a loop through ``points`` after frame ``after_time`` (§4.1, Fig. 5).
+
+        The spline is split at u* = rho(after_time) by knot insertion (which does not change it), a
+        loop segment through the points is inserted that leaves and rejoins the curve with its own
+        tangent, and frames after the loop shift by the frames added.  Frames up to ``after_time``
+        and after the loop keep their exact shapes.
+        """
+        from scipy.interpolate import insert
+
+        pts = np.atleast_2d(np.asarray(points, dtype=float))
+        if pts.shape[1] != 2 or not np.all(np.isfinite(pts)):
+            raise ValueError("loop points must be finite (x, y) pairs")
+        frames = self.frames
+        if not frames[0] < after_time < frames[-1]:
+            raise ValueError(f"the loop must start inside the sequence ({frames[0]:g}..{frames[-1]:g})")
+        u_star = float(self.time.rho(np.array([after_time]))[0])
+        tck = (self.time.knots, [self.time.control[:, 0], self.time.control[:, 1]], DEGREE)
+        mult = int(np.sum(np.isclose(self.time.knots, u_star)))
+        if mult < DEGREE:
+            tck = insert(u_star, tck, m=DEGREE - mult)
+        knots = np.asarray(tck[0])
+        ctrl = np.column_stack([np.asarray(tck[1][0]), np.asarray(tck[1][1])])[: knots.size - DEGREE - 1]
+        split = int(np.searchsorted(knots, u_star, side="left"))  # first knot equal to u*
+        joint_index = split - 1  # the control point sitting on the curve at u*
+        joint = ctrl[joint_index]
+        before = ctrl[joint_index - 1] if joint_index >= 1 else joint
+        after = ctrl[joint_index + 1] if joint_index + 1 < ctrl.shape[0] else joint
+        loop_ctrl = np.vstack([joint + (joint - before), pts, joint - (after - joint), joint])
+        q = loop_ctrl.shape[0]
+        span = max(1e-3, 0.25 * float(knots[-1] - knots[0]))
+        # the loop's knots: q - 3 inside (u*, u* + span), then a triple knot where the curve rejoins
+        inner = u_star + span * np.arange(1, q - DEGREE + 1) / (q - DEGREE + 1)
+        new_knot_run = np.concatenate([inner, np.full(DEGREE, u_star + span)])
+        new_knots = np.concatenate([knots[: split + DEGREE], new_knot_run, knots[split + DEGREE:] + span])
+        new_ctrl = np.vstack([ctrl[: joint_index + 1], loop_ctrl, ctrl[joint_index + 1:]])
+        added = int(frames_added) if frames_added else max(4, 3 * pts.shape[0])
+        i_star = int(np.searchsorted(frames, after_time, side="right"))  # frames before the loop
+        # frame numbers: before (unchanged), loop frames in (after_time, after_time + added], after shifted
+        new_frames = np.concatenate([frames[:i_star], after_time + np.arange(1, added + 1, dtype=float),
+                                     frames[i_star:] + added])
+        params_before = self.time.params[:i_star]
+        params_after = np.asarray(self.time.params[i_star:]) + span
+        loop_params = u_star + span * np.arange(1, added + 1) / (added + 1)
+        new_params = np.concatenate([params_before, loop_params, params_after])
+        if new_ctrl.shape[0] != new_knots.size - DEGREE - 1:
+            raise RuntimeError("inconsistent loop insertion")  # pragma: no cover
+        return replace(self, time=TimeSignal(new_ctrl, new_knots, new_params, new_frames))
+
+    # -- serialisation -------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, np.ndarray | float | int | bool]:
+        pins = np.array([[i, *v] for i, v in sorted(self.pins.items())], dtype=float).reshape(-1, 3)
+        return {
+            "h0": self.shape.h0, "H": self.shape.H, "orthonormal": bool(self.shape.orthonormal),
+            "latent": self.latent, "positions": self.positions,
+            "sites": self.pose.sites, "weights": self.pose.weights, "affine": self.pose.affine,
+            "control": self.time.control, "knots": self.time.knots, "params": self.time.params,
+            "frames": self.time.frames, "site_order": self.site_order, "pins": pins,
+            "residual": float(self.residual), "row_size": int(self.row_size),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> PoseSpace:
+        def arr(name, ndim):
+            a = np.asarray(d[name], dtype=float)
+            return a.reshape((-1,) + a.shape[1:]) if ndim == 1 else a
+
+        pins_arr = np.asarray(d.get("pins", np.zeros((0, 3))), dtype=float).reshape(-1, 3)
+        return cls(
+            shape=ShapeSignal(arr("h0", 1), np.atleast_2d(arr("H", 2)), bool(d.get("orthonormal", True))),
+            latent=np.asarray(d["latent"], dtype=float),
+            positions=np.asarray(d["positions"], dtype=float),
+            pose=PoseSignal(np.asarray(d["sites"], dtype=float), np.asarray(d["weights"], dtype=float),
+                            np.asarray(d["affine"], dtype=float)),
+            time=TimeSignal(np.asarray(d["control"], dtype=float), arr("knots", 1), arr("params", 1),
+                            arr("frames", 1)),
+            site_order=np.asarray(d["site_order"], dtype=int),
+            pins={int(r[0]): r[1:].copy() for r in pins_arr},
+            residual=float(d.get("residual", 0.0)),
+            row_size=int(d.get("row_size", 3)),
+        )
+
+
+def _resample_polyline(pts: np.ndarray, count: int, at: np.ndarray | None = None) -> np.ndarray:
+    seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    s = np.concatenate([[0.0], np.cumsum(seg)])
+    if s[-1] <= 0.0:
+        return np.repeat(pts[:1], count, axis=0)
+    s /= s[-1]
+    targets = np.linspace(0.0, 1.0, count) if at is None else np.clip(np.asarray(at, dtype=float), 0.0, 1.0)
+    return np.column_stack([np.interp(targets, s, pts[:, 0]), np.interp(targets, s, pts[:, 1])])
+
+
+def build_pose_space(
+    z: np.ndarray,
+    *,
+    frames: np.ndarray | None = None,
+    m: int | None = None,
+    l: int | None = None,  # noqa: E741  (the seed's name)
+    k: int | None = None,
+    tolerance: float | None = None,
+    pins: Mapping[int, Sequence[float]] | None = None,
+    row_size: int = 3,
+    shape: tuple[ShapeSignal, np.ndarray] | None = None,
+) -> PoseSpace:
+    """Reconstruct psi from frames (seed §3).
+
+    k, l, m are given, or chosen from one ``tolerance`` (RMS error per row of ``row_size`` values,
+    e.g. per vertex in scene units): m keeps the shape error within tolerance/sqrt(3), l the
+    shape + pose error within tolerance*sqrt(2/3), k the total within tolerance.  Without either,
+    the interpolation case k - 2 = l = m + 1 = n reproduces every frame exactly.  ``shape`` supplies
+    a ready shape signal and coordinates (e.g. :func:`shape_signal_from_examples`).
+    """
+    z = _frames_matrix(z)
+    n, d = z.shape
+    rows = max(1, d // max(1, row_size))
+    if shape is None:
+        if m is None and tolerance is None:
+            m_use = min(n - 1, d)
+            sig, x = shape_signal(z, m=None, row_size=row_size)
+            if sig.m < m_use:
+                m_use = sig.m
+            sig, x = shape_signal(z, m=m_use, row_size=row_size)
+        else:
+            sig, x = shape_signal(z, m=m, tolerance=None if m is not None else tolerance / np.sqrt(3.0),
+                                  row_size=row_size)
+    else:
+        sig, x = shape
+    residual = float(np.sum((z - sig.decode(x)) ** 2))
+    positions = mds_positions(x, pins=pins)
+    if l is None and tolerance is None:
+        l_use = n
+        order = greedy_site_order(positions, x, count=n)
+    elif l is not None:
+        l_use = int(l)
+        if not 3 <= l_use <= n:
+            raise ValueError(f"l must be between 3 and n = {n}, got {l_use}")
+        order = greedy_site_order(positions, x, count=n)
+    else:
+        assert tolerance is not None
+        order = greedy_site_order(positions, x, count=n)
+        budget = (tolerance**2) * (2.0 / 3.0) * n * rows - residual
+        l_use = n
+        for cand in range(min(4, n), n + 1):
+            g = fit_pose_signal(positions, x, positions[order[:cand]])
+            if float(np.sum((x - g.evaluate(positions)) ** 2)) <= budget:
+                l_use = cand
+                break
+    pose = fit_pose_signal(positions, x, positions[order[:l_use]])
+    frames_arr = np.arange(1.0, n + 1.0) if frames is None else np.asarray(frames, dtype=float)
+    if k is None and tolerance is None:
+        k_use = n + 2
+    elif k is not None:
+        k_use = int(k)
+    else:
+        assert tolerance is not None
+        budget = (tolerance**2) * n * rows - residual
+        k_use = n + 2
+        for cand in range(DEGREE + 1, n + 3):
+            tsig = fit_time_signal(positions, cand, frames_arr)
+            err = float(np.sum((x - pose.evaluate(tsig.evaluate(frames_arr))) ** 2))
+            if err <= budget:
+                k_use = cand
+                break
+    time = fit_time_signal(positions, k_use, frames_arr)
+    fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}
+    return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size)
