@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import bspline
 
@@ -286,7 +287,7 @@ def stress(p: np.ndarray, x: np.ndarray) -> float:
     return float(np.sum(np.triu(dp - dx, 1) ** 2))
 
 
-def _check_pins(pins: Mapping[int, Sequence[float]] | None, n: int, dx: np.ndarray) -> dict[int, np.ndarray]:
+def _check_pins(pins: Mapping[int, ArrayLike] | None, n: int, dx: np.ndarray) -> dict[int, np.ndarray]:
     out: dict[int, np.ndarray] = {}
     for key, value in (pins or {}).items():
         i = int(key)
@@ -305,7 +306,7 @@ def _check_pins(pins: Mapping[int, Sequence[float]] | None, n: int, dx: np.ndarr
     return out
 
 
-def mds_positions(x: np.ndarray, *, pins: Mapping[int, Sequence[float]] | None = None,
+def mds_positions(x: np.ndarray, *, pins: Mapping[int, ArrayLike] | None = None,
                   init: np.ndarray | None = None, iterations: int = 300, tol: float = 1e-7) -> np.ndarray:
     """2D positions whose distances match the shapes' (stress, eq. 6), user pins kept exactly (§3.2.1).
 
@@ -551,7 +552,7 @@ class PoseSpace:
         control[j] = np.asarray(xy, dtype=float)
         return replace(self, time=replace(self.time, control=control))
 
-    def with_pins(self, pins: Mapping[int, Sequence[float]]) -> PoseSpace:
+    def with_pins(self, pins: Mapping[int, ArrayLike]) -> PoseSpace:
         """Pin frames to pose-space points (§3.2.1): MDS re-solved, g and f refitted (same l, k)."""
         merged = {**self.pins, **{int(i): np.asarray(v, dtype=float) for i, v in pins.items()}}
         positions = mds_positions(self.latent, pins=merged, init=self.positions)
@@ -691,7 +692,7 @@ def build_pose_space(
     l: int | None = None,  # noqa: E741  (the seed's name)
     k: int | None = None,
     tolerance: float | None = None,
-    pins: Mapping[int, Sequence[float]] | None = None,
+    pins: Mapping[int, ArrayLike] | None = None,
     row_size: int = 3,
     shape: tuple[ShapeSignal, np.ndarray] | None = None,
 ) -> PoseSpace:
