@@ -286,3 +286,17 @@ def test_benchmark_motion_helpers_and_times_section(tmp_path):
     res = json.loads((tmp_path / "benchmark_motion.json").read_text())
     assert res["times"]["project_closed"]["100"]["converged"]
     assert "srv.project_closed" in (tmp_path / "benchmark_motion.md").read_text()
+
+
+@needs_bpy
+def test_benchmark_pose_space_quick(tmp_path):
+    """The pose-space benchmark runs end to end (--quick) and writes its tables; interpolation is exact."""
+    import json
+
+    r = run(ROOT / "scripts" / "benchmark_pose_space.py", "--quick", "--repeats", "2", "--out", tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "benchmark_pose_space.json").read_text())
+    assert (tmp_path / "benchmark_pose_space.md").read_text().startswith("# Pose-space benchmark")
+    exact = [e for e in res["errors"] if e["k"] - 2 == e["l"] == e["m"] + 1]
+    assert exact and all(e["max"] < 1e-5 for e in exact)
+    assert all(r["blender_check_max_abs"] < 1e-4 for r in res["latency"] if "blender_check_max_abs" in r)
