@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -427,11 +428,15 @@ class TimeSignal:
     def k(self) -> int:
         return int(self.control.shape[0])
 
-    def rho(self, times: np.ndarray) -> np.ndarray:
+    @cached_property
+    def _rho(self):
         from scipy.interpolate import PchipInterpolator
 
+        return PchipInterpolator(self.frames, self.params)
+
+    def rho(self, times: np.ndarray) -> np.ndarray:
         t = np.clip(np.asarray(times, dtype=float), self.frames[0], self.frames[-1])
-        return PchipInterpolator(self.frames, self.params)(t)
+        return self._rho(t)
 
     def spline(self, u: np.ndarray) -> np.ndarray:
         u = np.asarray(u, dtype=float)

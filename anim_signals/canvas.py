@@ -1,0 +1,695 @@
+"""Pose-space canvas geometry (docs/pose_space.md, "Canvas geometry"): view, hit testing, strokes, PNG.
+
+Pure numpy: the Blender side draws :class:`CanvasGeometry` with a thin ``gpu`` layer, and
+:func:`render_rgba` / :func:`render_png` draw the same geometry with :mod:`anim_signals.raster`
+(tests, headless previews, documentation figures).
+
+Conventions
+-----------
+* Pixel coordinates are Blender's ``POST_PIXEL`` region space: x to the right, y **up**, origin at
+  the bottom-left corner of the region.  A canvas occupies the rectangle
+  ``[origin, origin + (width, height))`` of its region; pixel ``(i, j)`` covers ``[i, i+1) x [j, j+1)``.
+  Raster images have row 0 at the *top*; :func:`render_rgba` does the flip.
+* Pose space is the seed's R^2 (frame positions p_i, RBF sites s_j, time-signal control points f_j).
+  :class:`View` maps it to pixels with a uniform scale (pose-space circles stay circles).
+* Inputs to :func:`canvas_geometry` (``cursor``, ``stroke``) are in pose-space units; everything in
+  the returned :class:`CanvasGeometry` is in pixels.  :func:`hit_test` takes a mouse position in
+  pixels; :func:`stroke_to_pose` turns a mouse stroke in pixels into pose-space points.
+
+Speed: the pose-space part of the geometry (curve samples of f, frame colours, ...) is cached for
+the last space drawn (models are immutable; a new model or a reassigned attribute invalidates the
+cache, an in-place edit of an array does not: call :func:`clear_cache`), so a redraw after a pan or
+zoom is a handful of vectorised affine maps.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import raster
+
+__all__ = ["CanvasGeometry", "Hit", "View", "canvas_geometry", "clear_cache", "fit_space_view", "fit_view",
+           "hit_test", "render_png", "render_rgba", "stroke_to_pose", "time_colors"]
+
+HIT_KINDS = ("CONTROL_POINT", "FRAME", "SITE", "CURVE", "NONE")
+
+# --------------------------------------------------------------------------------------------------
+# colours
+
+# viridis (perceptually uniform, lightness increasing monotonically): matplotlib's values at 0, 1/8, ..., 1
+_RAMP = np.array([
+    (0.267004, 0.004874, 0.329415), (0.278826, 0.175490, 0.483397), (0.229739, 0.322361, 0.545706),
+    (0.172719, 0.448791, 0.557885), (0.127568, 0.566949, 0.550556), (0.157851, 0.683765, 0.501686),
+    (0.369214, 0.788888, 0.382914), (0.678489, 0.863742, 0.189503), (0.993248, 0.906157, 0.143936),
+])
+_RAMP_X = np.linspace(0.0, 1.0, len(_RAMP))
+
+BACKGROUND = (0.13, 0.13, 0.14, 1.0)
+GRID = (0.19, 0.19, 0.21, 1.0)
+AXIS = (0.27, 0.27, 0.30, 1.0)
+TEXT = (0.86, 0.86, 0.86, 1.0)
+DIM_TEXT = (0.60, 0.60, 0.62, 1.0)
+CURVE = (1.0, 0.55, 0.20, 1.0)
+POLYGON = (0.55, 0.62, 0.80, 1.0)
+HANDLE = (0.62, 0.74, 1.0, 1.0)
+SITE = (0.92, 0.92, 0.92, 1.0)
+PIN = (1.0, 0.30, 0.30, 1.0)
+CURRENT = (1.0, 1.0, 1.0, 1.0)
+CURSOR = (0.35, 0.95, 0.95, 1.0)
+STROKE = (0.95, 0.40, 0.85, 1.0)
+OUTLINE = (0.05, 0.05, 0.05, 1.0)
+
+
+def time_colors(times: np.ndarray) -> np.ndarray:
+    """RGBA (n, 4) on the viridis ramp: the earliest time dark violet, the latest bright yellow.
+
+    Colours are spread over [min(times), max(times)]; a single or constant time gets the ramp's middle.
+    """
+    t = np.asarray(times, dtype=float).ravel()
+    out = np.ones((t.size, 4))
+    if t.size == 0:
+        return out
+    lo, hi = float(np.min(t)), float(np.max(t))
+    u = (t - lo) / (hi - lo) if hi > lo else np.full(t.size, 0.5)
+    for c in range(3):
+        out[:, c] = np.interp(u, _RAMP_X, _RAMP[:, c])
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# view
+
+
+def _pair(v: Any, name: str) -> tuple[float, float]:
+    a = np.asarray(v, dtype=float).ravel()
+    if a.shape != (2,) or not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be two finite numbers, got {v!r}")
+    return float(a[0]), float(a[1])
+
+
+@dataclass(frozen=True)
+class View:
+    """Pose space <-> region pixels: ``xy = origin + (width, height) / 2 + (p - center) * scale``.
+
+    ``center``: the pose-space point at the middle of the canvas; ``scale``: pixels per pose-space
+    unit (the same along x and y); ``width``, ``height``: canvas size in pixels; ``origin``: the
+    canvas's bottom-left corner in region pixels (y up).  Immutable: :meth:`zoomed` and
+    :meth:`panned` return new views.
+    """
+
+    center: tuple[float, float]
+    scale: float
+    width: int
+    height: int
+    origin: tuple[float, float] = (0.0, 0.0)
+    _offset: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "center", _pair(self.center, "center"))
+        object.__setattr__(self, "origin", _pair(self.origin, "origin"))
+        s = float(self.scale)
+        if not (math.isfinite(s) and s > 0.0):
+            raise ValueError(f"scale must be a positive finite number of pixels per unit, got {self.scale!r}")
+        object.__setattr__(self, "scale", s)
+        w, h = int(self.width), int(self.height)
+        if w < 1 or h < 1:
+            raise ValueError(f"canvas size must be positive, got {self.width} x {self.height}")
+        object.__setattr__(self, "width", w)
+        object.__setattr__(self, "height", h)
+        # xy = p * scale + offset
+        off = np.array([self.origin[0] + 0.5 * w - self.center[0] * s,
+                        self.origin[1] + 0.5 * h - self.center[1] * s])
+        object.__setattr__(self, "_offset", off)
+
+    def to_pixels(self, P: Any) -> np.ndarray:
+        """Pose-space points (..., 2) -> region pixels (..., 2) (x right, y up)."""
+        return np.asarray(P, dtype=float) * self.scale + self._offset
+
+    def to_pose(self, XY: Any) -> np.ndarray:
+        """Region pixels (..., 2) -> pose-space points (..., 2); the inverse of :meth:`to_pixels`."""
+        return (np.asarray(XY, dtype=float) - self._offset) / self.scale
+
+    def zoomed(self, factor: float, about_xy: Any = None) -> View:
+        """Scale by ``factor`` (> 1 zooms in) keeping the pose point under ``about_xy`` (pixels) fixed.
+
+        ``about_xy`` defaults to the canvas centre.
+        """
+        f = float(factor)
+        if not (math.isfinite(f) and f > 0.0):
+            raise ValueError(f"zoom factor must be positive and finite, got {factor!r}")
+        if about_xy is None:
+            return View(self.center, self.scale * f, self.width, self.height, self.origin)
+        a = np.asarray(_pair(about_xy, "about_xy"))
+        p = self.to_pose(a)
+        s = self.scale * f
+        mid = np.array([self.origin[0] + 0.5 * self.width, self.origin[1] + 0.5 * self.height])
+        c = p - (a - mid) / s
+        return View((float(c[0]), float(c[1])), s, self.width, self.height, self.origin)
+
+    def panned(self, dx: float, dy: float) -> View:
+        """Move the content by (dx, dy) pixels (a mouse drag of (dx, dy) with y up)."""
+        return View((self.center[0] - float(dx) / self.scale, self.center[1] - float(dy) / self.scale),
+                    self.scale, self.width, self.height, self.origin)
+
+    def resized(self, width: int, height: int, origin: Any = None) -> View:
+        """The same centre and scale on a canvas of another size (a resized region)."""
+        return View(self.center, self.scale, width, height, self.origin if origin is None else origin)
+
+    def pose_bounds(self) -> tuple[float, float, float, float]:
+        """The visible pose-space rectangle (xmin, ymin, xmax, ymax)."""
+        lo = self.to_pose(self.origin)
+        hi = self.to_pose((self.origin[0] + self.width, self.origin[1] + self.height))
+        return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])
+
+
+def fit_view(points: Any, width: int, height: int, *, margin: float = 0.08,
+             origin: Any = (0.0, 0.0)) -> View:
+    """The view showing all ``points`` (n, 2) centred, with ``margin`` x width (height) free on each side.
+
+    Non-finite rows are ignored.  No points: the unit square around 0; a single point (or all
+    points equal): a unit square around it; collinear points: fitted along their extent.
+    """
+    m = float(margin)
+    if not (0.0 <= m < 0.5):
+        raise ValueError(f"margin must be in [0, 0.5), got {margin!r}")
+    w, h = int(width), int(height)
+    if w < 1 or h < 1:
+        raise ValueError(f"canvas size must be positive, got {width} x {height}")
+    P = np.asarray(points, dtype=float).reshape(-1, 2)
+    P = P[np.all(np.isfinite(P), axis=1)]
+    if len(P) == 0:
+        lo = hi = np.zeros(2)
+    else:
+        lo, hi = P.min(axis=0), P.max(axis=0)
+    center = 0.5 * (lo + hi)
+    span = hi - lo
+    tiny = 1e-12 * max(1.0, float(np.max(np.abs(P)))) if len(P) else 1e-12
+    usable = np.array([w, h], dtype=float) * (1.0 - 2.0 * m)
+    usable = np.maximum(usable, 1.0)
+    ok = span > tiny
+    scale = float(np.min(usable[ok] / span[ok])) if ok.any() else float(np.min(usable))
+    return View((float(center[0]), float(center[1])), scale, w, h, origin)
+
+
+def fit_space_view(space: Any, width: int, height: int, *, margin: float = 0.08,
+                   origin: Any = (0.0, 0.0), curve_samples: int = 400) -> View:
+    """:func:`fit_view` on everything :func:`canvas_geometry` draws of ``space`` (frames, sites, pins,
+    control points and the curve)."""
+    b = _bundle(space, curve_samples)
+    pts = np.concatenate([b.positions, b.sites, b.pins, b.control, b.curve])
+    return fit_view(pts, width, height, margin=margin, origin=origin)
+
+
+# --------------------------------------------------------------------------------------------------
+# geometry
+
+
+@dataclass
+class CanvasGeometry:
+    """Everything in region pixels (x right, y up), ready to draw.
+
+    ``curve_times`` are the frame times of the ``curve`` samples (for clicking on the curve);
+    ``frame_numbers`` the times of the frames (``space.frames``); ``view`` the view it was built with.
+    """
+
+    frame_points: np.ndarray  # (n, 2)
+    frame_colors: np.ndarray  # (n, 4) RGBA, by time
+    sites: np.ndarray  # (l, 2)
+    pins: np.ndarray  # (q, 2)
+    pin_frames: np.ndarray  # (q,) int: row of the pinned frame
+    curve: np.ndarray  # (s, 2): f over [first frame, last frame]
+    control: np.ndarray  # (k, 2)
+    control_polygon: np.ndarray  # (k, 2): the control points in order, drawn as an open polyline
+    current: np.ndarray | None = None  # (2,): f(current_time)
+    cursor: np.ndarray | None = None  # (2,)
+    stroke: np.ndarray | None = None  # (r, 2)
+    curve_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (s,)
+    frame_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (n,)
+    current_time: float | None = None
+    view: View | None = None
+
+
+@dataclass
+class _Bundle:
+    """The view-independent (pose-space) part of a space's geometry."""
+
+    positions: np.ndarray
+    colors: np.ndarray
+    sites: np.ndarray
+    pins: np.ndarray
+    pin_frames: np.ndarray
+    control: np.ndarray
+    curve: np.ndarray
+    curve_times: np.ndarray
+    frames: np.ndarray
+    t_range: tuple[float, float]
+
+
+_CACHE: dict[str, Any] = {}
+
+
+def clear_cache() -> None:
+    """Forget the cached pose-space geometry (needed only after editing a model's arrays in place)."""
+    _CACHE.clear()
+
+
+def _as_points(a: Any, name: str) -> np.ndarray:
+    P = np.asarray(a, dtype=float)
+    if P.size == 0:
+        return np.zeros((0, 2))
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"{name} must be (n, 2), got shape {P.shape}")
+    return P
+
+
+def _bundle(space: Any, curve_samples: int) -> _Bundle:
+    s = int(curve_samples)
+    if s < 2:
+        raise ValueError(f"curve_samples must be at least 2, got {curve_samples!r}")
+    pins_obj = getattr(space, "pins", None)
+    parts = (space, space.positions, space.pose, space.time, space.frames, pins_obj)
+    hit = _CACHE.get("key")
+    if hit is not None and hit[1] == s and len(hit[0]) == len(parts) and all(
+            a is b for a, b in zip(hit[0], parts)):
+        return _CACHE["bundle"]
+    positions = _as_points(space.positions, "positions")
+    frames = np.asarray(space.frames, dtype=float).ravel()
+    if frames.shape != (len(positions),):
+        raise ValueError(f"frames must hold one time per position ({len(positions)}), got shape {frames.shape}")
+    sites = _as_points(space.pose.sites, "pose.sites")
+    control = _as_points(space.time.control, "time.control")
+    if isinstance(pins_obj, Mapping) and len(pins_obj):
+        keys = sorted(int(k) for k in pins_obj)
+        pin_frames = np.array(keys, dtype=int)
+        pins = np.array([_pair(pins_obj[k], "pin") for k in keys]).reshape(-1, 2)
+    else:
+        pin_frames = np.zeros(0, dtype=int)
+        pins = np.zeros((0, 2))
+    if len(frames):
+        t0, t1 = float(np.min(frames)), float(np.max(frames))
+        curve_times = np.linspace(t0, t1, s)
+        curve = np.asarray(space.time.evaluate(curve_times), dtype=float).reshape(s, 2)
+    else:
+        t0 = t1 = 0.0
+        curve_times = np.zeros(0)
+        curve = np.zeros((0, 2))
+    b = _Bundle(positions, time_colors(frames), sites, pins, pin_frames, control, curve, curve_times, frames,
+                (t0, t1))
+    _CACHE["key"] = (parts, s)
+    _CACHE["bundle"] = b
+    return b
+
+
+def _on_curve(b: _Bundle, t: float) -> np.ndarray:
+    """f(t) on the sampled curve (linear between samples: the point lies on the polyline as drawn)."""
+    t0, t1 = b.t_range
+    s = len(b.curve)
+    if s == 1 or t1 <= t0:
+        return b.curve[0].copy()
+    u = (t - t0) / (t1 - t0) * (s - 1)
+    i = min(max(int(math.floor(u)), 0), s - 2)
+    a = u - i
+    return b.curve[i] * (1.0 - a) + b.curve[i + 1] * a
+
+
+def canvas_geometry(space: Any, view: View, *, current_time: float | None = None, cursor: Any = None,
+                    stroke: Any = None, curve_samples: int = 400) -> CanvasGeometry:
+    """Pixel geometry of a pose space (duck-typed: ``positions (n, 2)``, ``pose.sites (l, 2)``,
+    ``time.evaluate(times) -> (..., 2)``, ``time.control (k, 2)``, ``frames (n,)``, optional
+    ``pins: dict[int, (2,)]``) in ``view``.
+
+    ``current_time`` (frame units, clamped to the frames' range) marks f(current_time), interpolated
+    linearly between the curve samples so that the marker sits on the polyline as drawn (no call to
+    ``time.evaluate`` per redraw: playback stays cheap); ``cursor`` (2,) and ``stroke`` (r, 2) are
+    pose-space points.  ``curve_samples`` evaluations of f, evenly spaced in time over
+    [first frame, last frame], are cached per model.
+    """
+    b = _bundle(space, curve_samples)
+    to_px = view.to_pixels
+    control = to_px(b.control)
+    current = None
+    t_cur = None
+    if current_time is not None and len(b.frames):
+        t_cur = min(max(float(current_time), b.t_range[0]), b.t_range[1])
+        current = to_px(_on_curve(b, t_cur))
+    cur = None if cursor is None else to_px(_pair(cursor, "cursor"))
+    strk = None if stroke is None else to_px(_as_points(stroke, "stroke"))
+    return CanvasGeometry(
+        frame_points=to_px(b.positions), frame_colors=b.colors, sites=to_px(b.sites), pins=to_px(b.pins),
+        pin_frames=b.pin_frames, curve=to_px(b.curve), control=control, control_polygon=control,
+        current=current, cursor=cur, stroke=strk, curve_times=b.curve_times, frame_numbers=b.frames,
+        current_time=t_cur, view=view)
+
+
+# --------------------------------------------------------------------------------------------------
+# picking
+
+
+@dataclass
+class Hit:
+    """What is under the mouse: ``kind`` in HIT_KINDS, ``index`` into the geometry's array of that
+    kind (for CURVE the segment ``curve[index] -> curve[index + 1]``), ``distance_px`` to it, and
+    ``time`` (frame units) for FRAME and CURVE hits."""
+
+    kind: str
+    index: int
+    distance_px: float
+    time: float | None = None
+
+
+
+def _nearest(P: np.ndarray, x: float, y: float) -> tuple[int, float]:
+    if len(P) == 0:
+        return -1, math.inf
+    dx = P[:, 0] - x
+    dy = P[:, 1] - y
+    d2 = dx * dx + dy * dy
+    i = int(np.argmin(d2))
+    return i, math.sqrt(d2[i]) if d2[i] == d2[i] else math.inf
+
+
+def _segments(geometry: CanvasGeometry) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Per-geometry cache for curve picking: segment starts, directions, 1/|d|^2 and the bounding box."""
+    C = geometry.curve
+    cached = getattr(geometry, "_segment_cache", None)
+    if cached is not None and cached[0] is C:
+        return cached[1]
+    seg = None
+    if len(C) >= 2:
+        A = C[:-1]
+        U = C[1:] - A
+        ll = np.einsum("ij,ij->i", U, U)
+        inv = np.zeros_like(ll)
+        np.divide(1.0, ll, out=inv, where=ll > 0.0)
+        seg = (A, U, inv, np.concatenate([C.min(axis=0), C.max(axis=0)]))
+    geometry._segment_cache = (C, seg)  # type: ignore[attr-defined]
+    return seg
+
+
+def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0) -> Hit:
+    """The element under ``xy`` (region pixels) within ``radius_px``.
+
+    Priority: control point > frame > site > curve; within a kind the nearest wins.  Nothing within
+    the radius: ``Hit('NONE', -1, inf)``.
+    """
+    x, y = _pair(xy, "xy")
+    r = float(radius_px)
+    i, d = _nearest(geometry.control, x, y)
+    if d <= r:
+        return Hit("CONTROL_POINT", i, d)
+    i, d = _nearest(geometry.frame_points, x, y)
+    if d <= r:
+        t = float(geometry.frame_numbers[i]) if len(geometry.frame_numbers) > i else None
+        return Hit("FRAME", i, d, t)
+    i, d = _nearest(geometry.sites, x, y)
+    if d <= r:
+        return Hit("SITE", i, d)
+    C = geometry.curve
+    ct = geometry.curve_times
+    if len(C) == 1:
+        d = math.hypot(C[0, 0] - x, C[0, 1] - y)
+        if d <= r:
+            return Hit("CURVE", 0, d, float(ct[0]) if len(ct) else None)
+    seg = _segments(geometry)
+    if seg is not None:
+        A, U, inv, box = seg
+        if box[0] - r <= x <= box[2] + r and box[1] - r <= y <= box[3] + r:
+            w = np.array((x, y)) - A
+            t = np.einsum("ij,ij->i", w, U) * inv
+            np.clip(t, 0.0, 1.0, out=t)
+            e = w - t[:, None] * U
+            d2 = np.einsum("ij,ij->i", e, e)
+            j = int(np.argmin(d2))
+            d = math.sqrt(d2[j])
+            if d <= r:
+                tm = float(ct[j] + t[j] * (ct[j + 1] - ct[j])) if len(ct) == len(C) else None
+                return Hit("CURVE", j, d, tm)
+    return Hit("NONE", -1, math.inf)
+
+
+# --------------------------------------------------------------------------------------------------
+# strokes
+
+
+def stroke_to_pose(view: View, stroke_xy: Any, *, spacing_px: float = 4.0) -> np.ndarray:
+    """A mouse stroke (r, 2) in region pixels, resampled at equal arc-length steps of about
+    ``spacing_px`` (the first and last points kept exactly), as pose-space points (s, 2).
+
+    Repeated mouse positions are dropped; a stroke of zero length gives its one point (1, 2), an
+    empty stroke (0, 2).
+    """
+    sp = float(spacing_px)
+    if not (math.isfinite(sp) and sp > 0.0):
+        raise ValueError(f"spacing_px must be positive, got {spacing_px!r}")
+    S = np.asarray(stroke_xy, dtype=float)
+    if S.size == 0:
+        return np.zeros((0, 2))
+    S = S.reshape(-1, 2)
+    if not np.all(np.isfinite(S)):
+        raise ValueError("stroke contains NaN or infinite coordinates")
+    seg = np.hypot(*np.diff(S, axis=0).T)
+    keep = np.concatenate([[True], seg > 0.0])
+    S, seg = S[keep], seg[seg > 0.0]
+    if len(S) == 1:
+        return view.to_pose(S)
+    arc = np.concatenate([[0.0], np.cumsum(seg)])
+    total = float(arc[-1])
+    count = max(int(round(total / sp)), 1) + 1
+    u = np.linspace(0.0, total, count)
+    out = np.column_stack([np.interp(u, arc, S[:, 0]), np.interp(u, arc, S[:, 1])])
+    out[0], out[-1] = S[0], S[-1]
+    return view.to_pose(out)
+
+
+# --------------------------------------------------------------------------------------------------
+# rendering (raster images: x right, y DOWN, row 0 at the top)
+
+
+def _put(img: np.ndarray, rows: np.ndarray, cols: np.ndarray, color: Sequence[float]) -> None:
+    c = np.asarray(color, dtype=np.float32)
+    if c.size == 3:
+        c = np.append(c, np.float32(1.0))
+    a = float(c[3])
+    if a >= 1.0:
+        img[rows, cols] = c
+        return
+    dst = img[rows, cols]
+    out = np.empty_like(dst)
+    out[..., :3] = a * c[:3] + (1.0 - a) * dst[..., :3]
+    out[..., 3] = a + (1.0 - a) * dst[..., 3]
+    img[rows, cols] = out
+
+
+def _clip_segments(A: np.ndarray, B: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """Liang-Barsky on all segments at once: (t0, t1, visible) with A + t (B - A) inside [lo, hi]."""
+    d = B - A
+    t0 = np.zeros(len(A))
+    t1 = np.ones(len(A))
+    ok = np.all(np.isfinite(A), axis=1) & np.all(np.isfinite(B), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for ax in range(2):
+            for p, q in ((-d[:, ax], A[:, ax] - lo[ax]), (d[:, ax], hi[ax] - A[:, ax])):
+                par = p == 0.0
+                ok &= ~(par & (q < 0.0))
+                r = q / np.where(par, 1.0, p)
+                t0 = np.where(~par & (p < 0.0), np.maximum(t0, r), t0)
+                t1 = np.where(~par & (p > 0.0), np.minimum(t1, r), t1)
+    ok &= t0 <= t1
+    return t0, t1, ok
+
+
+def _polyline(img: np.ndarray, P: np.ndarray, color: Sequence[float], width: int = 1,
+              dash: tuple[float, float] | None = None) -> None:
+    """An open polyline through image points P (m, 2) (x right, y down), vectorised over segments.
+
+    ``dash = (on, off)`` in pixels of arc length along the polyline.
+    """
+    if len(P) < 2:
+        return
+    h, w = img.shape[:2]
+    A, B = P[:-1], P[1:]
+    t0, t1, ok = _clip_segments(A, B, np.array([-2.0, -2.0]), np.array([w + 1.0, h + 1.0]))
+    if not ok.any():
+        return
+    seg_len = np.hypot(*(B - A).T)
+    seg_len = np.where(np.isfinite(seg_len), seg_len, 0.0)
+    arc0 = np.concatenate([[0.0], np.cumsum(seg_len)[:-1]])
+    A, B, t0, t1, seg_len, arc0 = A[ok], B[ok], t0[ok], t1[ok], seg_len[ok], arc0[ok]
+    d = B - A
+    ca, cb = A + t0[:, None] * d, A + t1[:, None] * d
+    steps = np.ceil(np.max(np.abs(cb - ca), axis=1)).astype(int) + 1
+    seg = np.repeat(np.arange(len(ca)), steps)
+    start = np.concatenate([[0], np.cumsum(steps)[:-1]])
+    k = np.arange(int(steps.sum())) - np.repeat(start, steps)
+    tt = k / np.maximum(steps - 1, 1)[seg]
+    xs = ca[seg, 0] + tt * (cb - ca)[seg, 0]
+    ys = ca[seg, 1] + tt * (cb - ca)[seg, 1]
+    if dash is not None:
+        on, off = dash
+        s = arc0[seg] + (t0[seg] + tt * (t1 - t0)[seg]) * seg_len[seg]
+        keep = np.mod(s, on + off) < on
+        xs, ys = xs[keep], ys[keep]
+    # round half up (with a little slack): a line along a pixel boundary stays on one row, not alternating
+    xi = np.floor(xs + (0.5 + 1e-7)).astype(int)
+    yi = np.floor(ys + (0.5 + 1e-7)).astype(int)
+    width = max(int(width), 1)
+    if width > 1:
+        lo_ = (width - 1) // 2
+        off_ = np.arange(-lo_, width - lo_)
+        xi = (xi[:, None, None] + off_[None, :, None] + 0 * off_[None, None, :]).ravel()
+        yi = (yi[:, None, None] + 0 * off_[None, :, None] + off_[None, None, :]).ravel()
+    inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+    pix = np.unique(yi[inside] * w + xi[inside])
+    if len(pix):
+        _put(img, pix // w, pix % w, color)
+
+
+def _ring(img: np.ndarray, cx: float, cy: float, r_out: float, r_in: float, color: Sequence[float]) -> None:
+    h, w = img.shape[:2]
+    ya, yb = max(int(math.floor(cy - r_out)), 0), min(int(math.ceil(cy + r_out)) + 1, h)
+    xa, xb = max(int(math.floor(cx - r_out)), 0), min(int(math.ceil(cx + r_out)) + 1, w)
+    if xa >= xb or ya >= yb:
+        return
+    yy, xx = np.mgrid[ya:yb, xa:xb]
+    d2 = (xx - cx) ** 2 + (yy - cy) ** 2
+    m = (d2 <= r_out * r_out + 0.25) & (d2 >= r_in * r_in - 0.25)
+    _put(img, yy[m], xx[m], color)
+
+
+def _crosshair(img: np.ndarray, x: float, y: float, color: Sequence[float], arm: float = 9.0,
+               gap: float = 3.0) -> None:
+    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        raster.draw_line(img, x + sx * gap, y + sy * gap, x + sx * arm, y + sy * arm, OUTLINE, 3)
+    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
+        raster.draw_line(img, x + sx * gap, y + sy * gap, x + sx * arm, y + sy * arm, color, 1)
+
+
+def _nice_step(span: float, target: float) -> float:
+    raw = span / max(target, 1.0)
+    if not (raw > 0.0 and math.isfinite(raw)):
+        return 1.0
+    mag = 10.0 ** math.floor(math.log10(raw))
+    for f in (1.0, 2.0, 5.0, 10.0):
+        if f * mag >= raw:
+            return f * mag
+    return 10.0 * mag
+
+
+def _fmt_frame(t: float) -> str:
+    return str(int(round(t))) if abs(t - round(t)) < 1e-6 else f"{t:.1f}"
+
+
+def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int | None = None, *,
+                title: str = "Pose space", legend: bool = True, grid: bool = True) -> np.ndarray:
+    """Draw ``geometry`` into an (H, W, 4) float32 RGBA image (row 0 at the top).
+
+    The image covers the region pixels ``[x0, x0 + W) x [y0, y0 + H)`` with (x0, y0) the geometry's
+    view origin (0, 0 without a view) and W, H the view's size unless given.  Layers, back to front:
+    pose-space grid and axes, dashed control polygon, the time-signal curve, frame points coloured by
+    time, RBF sites (squares), pins (rings), control-point handles, the stroke, the current frame and
+    the cursor (crosshairs), the title and a legend (time ramp with first/last frame, k / l / n).
+    """
+    view = geometry.view
+    if width is None or height is None:
+        if view is None:
+            raise ValueError("width and height are needed for a geometry without a view")
+        width = view.width if width is None else width
+        height = view.height if height is None else height
+    W, H = int(width), int(height)
+    img = raster.new_canvas(H, W, BACKGROUND)
+    x0, y0 = view.origin if view is not None else (0.0, 0.0)
+
+    def im(P: np.ndarray) -> np.ndarray:
+        # region (x right, y up; pixel i covers [i, i+1)) -> image (col, row) with pixel centres at integers
+        Q = np.asarray(P, dtype=float)
+        out = np.empty(Q.shape)
+        out[..., 0] = Q[..., 0] - x0 - 0.5
+        out[..., 1] = (H - 0.5) - (Q[..., 1] - y0)
+        return out
+
+    if grid and view is not None:
+        xmin, ymin, xmax, ymax = view.to_pose((x0, y0)).tolist() + view.to_pose((x0 + W, y0 + H)).tolist()
+        step = _nice_step(max(xmax - xmin, ymax - ymin), 8.0)
+        for ax, (a, b) in enumerate(((xmin, xmax), (ymin, ymax))):
+            vals = np.arange(math.ceil(a / step), math.floor(b / step) + 1) * step
+            for v in vals:
+                p = np.zeros((2, 2))
+                p[:, ax] = v
+                p[:, 1 - ax] = (ymin, ymax) if ax == 0 else (xmin, xmax)
+                q = im(view.to_pixels(p))
+                colour = AXIS if abs(v) < 0.5 * step else GRID
+                _polyline(img, q, colour)
+
+    if len(geometry.control_polygon) >= 2:
+        _polyline(img, im(geometry.control_polygon), POLYGON, 1, dash=(5.0, 4.0))
+    if len(geometry.curve) >= 2:
+        _polyline(img, im(geometry.curve), CURVE, 2)
+    for (cx, cy), col in zip(im(geometry.frame_points), geometry.frame_colors):
+        raster.fill_circle(img, cx, cy, 4.0, OUTLINE)
+        raster.fill_circle(img, cx, cy, 3.0, col)
+    for cx, cy in im(geometry.sites):
+        raster.draw_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, SITE)
+    for cx, cy in im(geometry.pins):
+        _ring(img, cx, cy, 7.5, 5.5, PIN)
+    for cx, cy in im(geometry.control):
+        raster.fill_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, OUTLINE)
+        raster.fill_rect(img, cx - 2, cy - 2, cx + 3, cy + 3, HANDLE)
+    if geometry.stroke is not None and len(geometry.stroke):
+        S = im(geometry.stroke)
+        if len(S) >= 2:
+            _polyline(img, S, STROKE, 2)
+        else:
+            raster.fill_circle(img, S[0, 0], S[0, 1], 1.5, STROKE)
+    if geometry.current is not None:
+        cx, cy = im(geometry.current)
+        _ring(img, cx, cy, 6.0, 4.5, CURRENT)
+        _crosshair(img, cx, cy, CURRENT, arm=12.0, gap=6.0)
+    if geometry.cursor is not None:
+        cx, cy = im(geometry.cursor)
+        _crosshair(img, cx, cy, CURSOR)
+
+    if title:
+        raster.draw_text(img, 6, 5, title, TEXT)
+    if legend:
+        _legend(img, geometry)
+    return img
+
+
+def _legend(img: np.ndarray, geometry: CanvasGeometry) -> None:
+    H, W = img.shape[:2]
+    fh = raster.FONT_H
+    y = H - fh - 5
+    x = 6
+    fn = geometry.frame_numbers
+    if len(fn):
+        first, last = _fmt_frame(float(np.min(fn))), _fmt_frame(float(np.max(fn)))
+        tw, _ = raster.draw_text(img, x, y, first, DIM_TEXT)
+        x += tw + 4
+        bar = min(80, max(W // 5, 20))
+        cols = time_colors(np.arange(bar))
+        raster.fill_rect(img, x - 1, y, x + bar + 1, y + fh - 1, OUTLINE)
+        xs = np.arange(bar) + int(x)
+        ok = (xs >= 0) & (xs < W)
+        for r in range(max(int(y) + 1, 0), min(int(y) + fh - 2, H)):
+            img[r, xs[ok]] = cols[ok].astype(np.float32)
+        x += bar + 4
+        tw, _ = raster.draw_text(img, x, y, last, DIM_TEXT)
+        x += tw + 10
+    info = f"n {len(geometry.frame_points)}  k {len(geometry.control)}  l {len(geometry.sites)}"
+    if len(geometry.pins):
+        info += f"  pins {len(geometry.pins)}"
+    if geometry.current_time is not None:
+        info += f"  frame {_fmt_frame(geometry.current_time)}"
+    raster.draw_text(img, x, y, info, DIM_TEXT)
+
+
+def render_png(geometry: CanvasGeometry, path: str | os.PathLike, *, width: int | None = None,
+               height: int | None = None, **kwargs: Any) -> str:
+    """:func:`render_rgba` written to ``path`` as a PNG; returns the absolute path."""
+    return raster.write_png(path, render_rgba(geometry, width, height, **kwargs))
