@@ -700,6 +700,7 @@ def build_pose_space(
     pins: Mapping[int, ArrayLike] | None = None,
     row_size: int = 3,
     shape: tuple[ShapeSignal, np.ndarray] | None = None,
+    positions: np.ndarray | None = None,
 ) -> PoseSpace:
     """Reconstruct psi from frames (seed §3).
 
@@ -707,7 +708,9 @@ def build_pose_space(
     e.g. per vertex in scene units): m keeps the shape error within tolerance/sqrt(3), l the
     shape + pose error within tolerance*sqrt(2/3), k the total within tolerance.  Without either,
     the interpolation case k - 2 = l = m + 1 = n reproduces every frame exactly.  ``shape`` supplies
-    a ready shape signal and coordinates (e.g. :func:`shape_signal_from_examples`).
+    a ready shape signal and coordinates (e.g. :func:`shape_signal_from_examples`); ``positions``
+    places the frames in pose space by hand instead of MDS (seed §4.4: example poses laid out by the
+    user, a sequence then sketched through them with :meth:`PoseSpace.with_stroke`).
     """
     z = _frames_matrix(z)
     n, d = z.shape
@@ -725,7 +728,14 @@ def build_pose_space(
     else:
         sig, x = shape
     residual = float(np.sum((z - sig.decode(x)) ** 2))
-    positions = mds_positions(x, pins=pins)
+    if positions is not None:
+        positions = np.asarray(positions, dtype=float)
+        if positions.shape != (n, 2) or not np.all(np.isfinite(positions)):
+            raise ValueError(f"positions must be {n} finite (x, y) pairs")
+        if not _spread(positions):
+            raise ValueError("the given positions are collinear: spread the poses in 2D")
+    else:
+        positions = mds_positions(x, pins=pins)
     if l is None and tolerance is None:
         l_use = n
         order = greedy_site_order(positions, x, count=n)
