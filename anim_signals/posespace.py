@@ -494,6 +494,7 @@ class PoseSpace:
     pins: dict[int, np.ndarray] = field(default_factory=dict)
     residual: float = 0.0  # sum of squared shape-signal residuals of the frames (orthonormal h)
     row_size: int = 3
+    site_count: int = 0  # prefix of site_order used (l before merging repeated poses); 0: pose.l
 
     @property
     def n(self) -> int:
@@ -529,6 +530,9 @@ class PoseSpace:
 
     def latent_error(self) -> np.ndarray:
         """Per-frame squared error of g(f(i)) against x_i (the part of eq. 2 inside the subspace)."""
+        if self.time.frames.shape[0] != self.latent.shape[0]:
+            raise ValueError("the time signal was edited (new frames): the reconstruction error refers to the "
+                             "original frames and is not defined for the edited sequence")
         return np.sum((self.latent - self.weights_at(self.time.evaluate(self.frames))) ** 2, axis=1)
 
     def reconstruction_error(self, z: np.ndarray | None = None) -> dict[str, float]:
@@ -561,13 +565,13 @@ class PoseSpace:
         """Pin frames to pose-space points (§3.2.1): MDS re-solved, g and f refitted (same l, k)."""
         merged = {**self.pins, **{int(i): np.asarray(v, dtype=float) for i, v in pins.items()}}
         positions = mds_positions(self.latent, pins=merged, init=self.positions)
-        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.l]])
+        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.site_count or self.l]])
         time = fit_time_signal(positions, self.k, self.frames)
         return replace(self, positions=positions, pose=pose, time=time, pins=merged)
 
     def without_pins(self) -> PoseSpace:
         positions = mds_positions(self.latent, init=self.positions)
-        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.l]])
+        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.site_count or self.l]])
         return replace(self, positions=positions, pose=pose, time=fit_time_signal(positions, self.k, self.frames),
                        pins={})
 
@@ -654,7 +658,7 @@ class PoseSpace:
             "sites": self.pose.sites, "weights": self.pose.weights, "affine": self.pose.affine,
             "control": self.time.control, "knots": self.time.knots, "params": self.time.params,
             "frames": self.time.frames, "site_order": self.site_order, "pins": pins,
-            "residual": float(self.residual), "row_size": int(self.row_size),
+            "residual": float(self.residual), "row_size": int(self.row_size), "site_count": int(self.site_count),
         }
 
     @classmethod
@@ -676,7 +680,27 @@ class PoseSpace:
             pins={int(r[0]): r[1:].copy() for r in pins_arr},
             residual=float(d.get("residual", 0.0)),
             row_size=int(d.get("row_size", 3)),
+            site_count=int(d.get("site_count", 0)),
         )
+
+
+def _bend_collinear(p: np.ndarray, pinned: set[int]) -> np.ndarray:
+    """A one-dimensional layout (a sequence driven by one slider) bent into a shallow arc.
+
+    The thin-plate spline's affine part needs positions spread in 2D; an arc of height 5 % of the
+    extent keeps the order and the distances along the line almost unchanged.  Pinned rows stay.
+    """
+    c = p - p.mean(axis=0)
+    _, s, vt = np.linalg.svd(c, full_matrices=False)
+    direction = vt[0] if s.size and s[0] > 0 else np.array([1.0, 0.0])
+    normal = np.array([-direction[1], direction[0]])
+    along = c @ direction
+    extent = float(np.ptp(along)) or 1.0
+    u = (along - along.min()) / extent
+    out = p + (0.2 * extent * u * (1.0 - u))[:, None] * normal  # peak 0.05 * extent
+    for i in pinned:
+        out[i] = p[i]
+    return out
 
 
 def _resample_polyline(pts: np.ndarray, count: int, at: np.ndarray | None = None) -> np.ndarray:
@@ -736,6 +760,8 @@ def build_pose_space(
             raise ValueError("the given positions are collinear: spread the poses in 2D")
     else:
         positions = mds_positions(x, pins=pins)
+        if not _spread(positions):
+            positions = _bend_collinear(positions, pinned=set(int(i) for i in (pins or {})))
     if l is None and tolerance is None:
         l_use = n
         order = greedy_site_order(positions, x, count=n)
@@ -772,4 +798,4 @@ def build_pose_space(
                 break
     time = fit_time_signal(positions, k_use, frames_arr)
     fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}
-    return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size)
+    return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size, l_use)
