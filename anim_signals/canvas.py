@@ -279,9 +279,10 @@ def _bundle(space: Any, curve_samples: int) -> _Bundle:
             a is b for a, b in zip(hit[0], parts)):
         return _CACHE["bundle"]
     positions = _as_points(space.positions, "positions")
-    frames = np.asarray(space.frames, dtype=float).ravel()
-    if frames.shape != (len(positions),):
-        raise ValueError(f"frames must hold one time per position ({len(positions)}), got shape {frames.shape}")
+    curve_frames = np.asarray(space.frames, dtype=float).ravel()
+    # After a time edit (sketch, loop, resample) the time signal has new frames while the dots are
+    # still the reconstructed frames: colour those by their own row order then.
+    frames = curve_frames if curve_frames.shape == (len(positions),) else np.arange(1.0, len(positions) + 1.0)
     sites = _as_points(space.pose.sites, "pose.sites")
     control = _as_points(space.time.control, "time.control")
     if isinstance(pins_obj, Mapping) and len(pins_obj):
@@ -291,8 +292,8 @@ def _bundle(space: Any, curve_samples: int) -> _Bundle:
     else:
         pin_frames = np.zeros(0, dtype=int)
         pins = np.zeros((0, 2))
-    if len(frames):
-        t0, t1 = float(np.min(frames)), float(np.max(frames))
+    if len(curve_frames):
+        t0, t1 = float(np.min(curve_frames)), float(np.max(curve_frames))
         curve_times = np.linspace(t0, t1, s)
         curve = np.asarray(space.time.evaluate(curve_times), dtype=float).reshape(s, 2)
     else:

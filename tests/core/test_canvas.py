@@ -480,3 +480,19 @@ def test_real_pose_space_renders():
     # stroke in pixels -> pose space -> a new time signal along it
     stroke = stroke_to_pose(view, g.frame_points[[0, 4, 8]], spacing_px=6.0)
     assert np.allclose(view.to_pixels(stroke[[0, -1]]), g.frame_points[[0, 8]])
+
+
+def test_geometry_after_a_time_edit_draws_the_new_curve_and_the_old_frames():
+    """After a sketch the time signal has other frames than the reconstructed frames: both are drawn."""
+    from anim_signals import canvas as cv
+    from anim_signals import posespace as ps
+
+    rng = np.random.default_rng(5)
+    z = np.cumsum(rng.normal(size=(12, 9)), axis=0)
+    space = ps.build_pose_space(z, row_size=1)
+    edited = space.with_stroke(np.array([[0.0, 0.0], [1.0, 0.5], [2.0, 0.0]]), 30)
+    view = cv.fit_view(edited.positions, 300, 200)
+    geo = cv.canvas_geometry(edited, view)
+    assert geo.frame_points.shape == (12, 2) and geo.frame_colors.shape == (12, 4)
+    assert geo.curve_times[0] == 1.0 and geo.curve_times[-1] == 30.0
+    np.testing.assert_allclose(view.to_pose(geo.curve[0]), [0.0, 0.0], atol=1e-6)
