@@ -495,6 +495,8 @@ class PoseSpace:
     residual: float = 0.0  # sum of squared shape-signal residuals of the frames (orthonormal h)
     row_size: int = 3
     site_count: int = 0  # prefix of site_order used (l before merging repeated poses); 0: pose.l
+    source_frames: np.ndarray | None = None  # frame numbers of the reconstructed frames (positions' rows)
+    time_authored: bool = False  # the time signal was edited by hand: relayouts (pins) keep it
 
     @property
     def n(self) -> int:
@@ -514,7 +516,20 @@ class PoseSpace:
 
     @property
     def frames(self) -> np.ndarray:
+        """Frame numbers the time signal plays (after a sketch, loop or re-timing: the new ones)."""
         return self.time.frames
+
+    @property
+    def reconstructed_frames(self) -> np.ndarray:
+        """Frame numbers of the frames the model was built from (one per row of ``positions``)."""
+        if self.source_frames is not None:
+            return self.source_frames
+        return self.time.frames if self.time.frames.shape[0] == self.n else np.arange(1.0, self.n + 1.0)
+
+    @property
+    def time_edited(self) -> bool:
+        """The time signal no longer plays the reconstructed frames (sketch, loop, re-timing)."""
+        return self.time.frames.shape[0] != self.n or not np.array_equal(self.time.frames, self.reconstructed_frames)
 
     def weights_at(self, p: np.ndarray) -> np.ndarray:
         """g(p): shape coordinates (shape-key values) at pose-space points (..., 2) -> (..., m)."""
@@ -530,7 +545,7 @@ class PoseSpace:
 
     def latent_error(self) -> np.ndarray:
         """Per-frame squared error of g(f(i)) against x_i (the part of eq. 2 inside the subspace)."""
-        if self.time.frames.shape[0] != self.latent.shape[0]:
+        if self.time_edited:
             raise ValueError("the time signal was edited (new frames): the reconstruction error refers to the "
                              "original frames and is not defined for the edited sequence")
         return np.sum((self.latent - self.weights_at(self.time.evaluate(self.frames))) ** 2, axis=1)
@@ -559,21 +574,41 @@ class PoseSpace:
             raise ValueError(f"control point {j} is outside 0..{self.k - 1}")
         control = self.time.control.copy()
         control[j] = np.asarray(xy, dtype=float)
-        return replace(self, time=replace(self.time, control=control))
+        return replace(self, time=replace(self.time, control=control), time_authored=True,
+                       source_frames=self.reconstructed_frames)
 
     def with_pins(self, pins: Mapping[int, ArrayLike]) -> PoseSpace:
         """Pin frames to pose-space points (§3.2.1): MDS re-solved, g and f refitted (same l, k)."""
         merged = {**self.pins, **{int(i): np.asarray(v, dtype=float) for i, v in pins.items()}}
-        positions = mds_positions(self.latent, pins=merged, init=self.positions)
-        pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.site_count or self.l]])
-        time = fit_time_signal(positions, self.k, self.frames)
-        return replace(self, positions=positions, pose=pose, time=time, pins=merged)
+        return self._relayout(mds_positions(self.latent, pins=merged, init=self.positions), merged)
 
     def without_pins(self) -> PoseSpace:
-        positions = mds_positions(self.latent, init=self.positions)
+        return self._relayout(mds_positions(self.latent, init=self.positions), {})
+
+    def _relayout(self, positions: np.ndarray, pins: dict[int, np.ndarray]) -> PoseSpace:
+        """New positions: g refitted on the same sites; f refitted through them unless the time signal
+        was authored (sketch, loop, re-timing), which is kept as drawn."""
         pose = fit_pose_signal(positions, self.latent, positions[self.site_order[: self.site_count or self.l]])
-        return replace(self, positions=positions, pose=pose, time=fit_time_signal(positions, self.k, self.frames),
-                       pins={})
+        keep = self.time_authored or self.time_edited
+        time = self.time if keep else fit_time_signal(positions, self.k, self.reconstructed_frames)
+        return replace(self, positions=positions, pose=pose, time=time, pins=pins,
+                       source_frames=self.reconstructed_frames)
+
+    def with_times(self, frames: np.ndarray, taus: np.ndarray) -> PoseSpace:
+        """Re-time (§4.2): new frame numbers ``frames`` play the sequence at old frame times ``taus``
+        (same curve; e.g. frames 1..2n with taus 1..n at half steps is slow motion)."""
+        frames = np.asarray(frames, dtype=float).reshape(-1)
+        taus = np.asarray(taus, dtype=float).reshape(-1)
+        if frames.shape != taus.shape or frames.size < 2:
+            raise ValueError("need at least 2 new frames, one old time each")
+        if np.any(np.diff(frames) <= 0) or not np.all(np.isfinite(taus)):
+            raise ValueError("new frame numbers must increase and the old times must be finite")
+        params = self.time.rho(taus)
+        if np.any(np.diff(params) < 0):
+            raise ValueError("re-timing cannot run the sequence backwards (old times must not decrease)")
+        params = params + 1e-12 * np.arange(params.size)  # PCHIP needs strictly increasing data
+        return replace(self, time=replace(self.time, params=params, frames=frames),
+                       source_frames=self.reconstructed_frames, time_authored=True)
 
     def resample(self, taus: np.ndarray) -> np.ndarray:
         """psi at new frame times (§4.2): slow motion, speed-up, frame-rate conversion."""
@@ -597,7 +632,8 @@ class PoseSpace:
         control = _resample_polyline(pts, k, at=greville)
         frames = np.arange(1.0, n_frames + 1.0)
         params = np.linspace(0.0, 1.0, n_frames)
-        return replace(self, time=TimeSignal(control, knots, params, frames))
+        return replace(self, time=TimeSignal(control, knots, params, frames), source_frames=self.reconstructed_frames,
+                       time_authored=True)
 
     def with_loop(self, after_time: float, points: np.ndarray, frames_added: int | None = None) -> PoseSpace:
         """Insert a loop through ``points`` after frame ``after_time`` (§4.1, Fig. 5).
@@ -646,7 +682,8 @@ class PoseSpace:
         new_params = np.concatenate([params_before, loop_params, params_after])
         if new_ctrl.shape[0] != new_knots.size - DEGREE - 1:
             raise RuntimeError("inconsistent loop insertion")  # pragma: no cover
-        return replace(self, time=TimeSignal(new_ctrl, new_knots, new_params, new_frames))
+        return replace(self, time=TimeSignal(new_ctrl, new_knots, new_params, new_frames),
+                       source_frames=self.reconstructed_frames, time_authored=True)
 
     # -- serialisation -------------------------------------------------------------------------
 
@@ -659,6 +696,7 @@ class PoseSpace:
             "control": self.time.control, "knots": self.time.knots, "params": self.time.params,
             "frames": self.time.frames, "site_order": self.site_order, "pins": pins,
             "residual": float(self.residual), "row_size": int(self.row_size), "site_count": int(self.site_count),
+            "source_frames": self.reconstructed_frames, "time_authored": bool(self.time_authored),
         }
 
     @classmethod
@@ -681,6 +719,8 @@ class PoseSpace:
             residual=float(d.get("residual", 0.0)),
             row_size=int(d.get("row_size", 3)),
             site_count=int(d.get("site_count", 0)),
+            source_frames=np.asarray(d["source_frames"], dtype=float).reshape(-1) if "source_frames" in d else None,
+            time_authored=bool(d.get("time_authored", False)),
         )
 
 
@@ -798,4 +838,4 @@ def build_pose_space(
                 break
     time = fit_time_signal(positions, k_use, frames_arr)
     fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}
-    return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size, l_use)
+    return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size, l_use, frames_arr)

@@ -772,3 +772,421 @@ def write_image(name: str, rgba: np.ndarray) -> bpy.types.Image:
     except RuntimeError:  # pragma: no cover - packing is a convenience (survives saving)
         pass
     return img
+
+
+# --------------------------------------------------------------------------------------------
+# Pose space (issue 4): frame sequences as matrices Z (frames, values), shape keys, pose bones
+# --------------------------------------------------------------------------------------------
+
+# Pose-bone properties a pose vector is made of (one channel per array component).
+POSE_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "scale")
+_POSE_PROPERTY_SIZE = {"location": 3, "rotation_euler": 3, "rotation_quaternion": 4, "scale": 3}
+CACHE_MODIFIERS = ("MESH_CACHE", "MESH_SEQUENCE_CACHE")
+
+
+class TopologyChangeError(ValueError):
+    """The evaluated mesh has another vertex (or face) count at ``frame`` than at ``first_frame``."""
+
+    def __init__(self, frame: float, count: int, first_frame: float, first_count: int, what: str = "vertices"):
+        self.frame, self.count, self.first_frame, self.first_count = frame, count, first_frame, first_count
+        super().__init__(
+            f"the mesh topology changes over time: frame {frame:g} has {count} {what}, "
+            f"frame {first_frame:g} has {first_count}"
+        )
+
+
+def pose_bone_fcurves(ob: bpy.types.Object) -> tuple[list[bpy.types.FCurve], list[ChannelSpec], int]:
+    """The armature's animated pose-bone channels (location, Euler / quaternion rotation, scale of
+    bones that exist), in the action's order: ``(fcurves, specs, skipped)``; ``skipped`` counts the
+    other curves of the action (object transforms, axis-angle, custom properties, missing bones),
+    which a pose vector leaves out."""
+    fcurves = id_fcurves(ob)
+    bones = ob.pose.bones if ob.type == "ARMATURE" and ob.pose is not None else None
+    used, skipped = [], 0
+    for fc in fcurves:
+        name = bone_name_of_path(fc.data_path)
+        _, prop = _split_path(fc.data_path)
+        size = _POSE_PROPERTY_SIZE.get(prop)
+        if bones is None or name is None or bones.get(name) is None or size is None or not 0 <= fc.array_index < size:
+            skipped += 1
+            continue
+        if fc.data_path != f'pose.bones["{_escape(name)}"].{prop}':  # e.g. a nested path on a constraint
+            skipped += 1
+            continue
+        used.append(fc)
+    return used, channel_specs(ob, used), skipped
+
+
+def _escape(name: str) -> str:
+    return name.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def read_action_matrix(
+    ob: bpy.types.Object, frames: Sequence[float] | np.ndarray, fcurves: Sequence[bpy.types.FCurve] | None = None
+) -> tuple[np.ndarray, list[ChannelSpec]]:
+    """An armature action as a frame matrix: the pose vector of all bones per frame.
+
+    Every animated pose-bone channel (:func:`pose_bone_fcurves`, or ``fcurves``) is sampled at
+    ``frames`` with ``FCurve.evaluate`` (keys on every frame are read directly), then made
+    continuous the way the other tools do (``motion.to_motion_curve``): Euler triples lose 2 pi
+    wraps and gimbal flips (rotation order known), quaternion tracks are sign-continuous.
+    Returns ``Z (len(frames), channels)`` (one value per row: row size 1) and the channel specs.
+    """
+    from ..anim_signals import motion
+
+    if fcurves is None:
+        fcurves, specs, _ = pose_bone_fcurves(ob)
+    else:
+        specs = channel_specs(ob, fcurves)
+    _, values = sample_curves(list(fcurves), np.asarray(frames, dtype=np.float64))
+    z = motion.to_motion_curve(
+        values, [s.kind for s in specs], [s.owner_path for s in specs], [s.rotation_mode for s in specs],
+        [s.array_index for s in specs],
+    )
+    return z, specs
+
+
+class PoseWriter:
+    """Writes pose vectors (channel values in the order of ``specs``) into an armature's pose bones
+    with one ``foreach_get`` / ``foreach_set`` per bone property (location, rotation_euler,
+    rotation_quaternion, scale): no per-bone Python loop, so it keeps up with dragging."""
+
+    def __init__(self, ob: Any, data_paths: Sequence[str], indices: Sequence[int]):
+        names = [pb.name for pb in ob.pose.bones]
+        bone_index = {n: i for i, n in enumerate(names)}
+        self.n_bones = len(names)
+        groups: dict[str, tuple[list[int], list[int]]] = {}
+        for col, (path, index) in enumerate(zip(data_paths, indices, strict=True)):
+            name = bone_name_of_path(path)
+            _, prop = _split_path(path)
+            size = _POSE_PROPERTY_SIZE.get(prop)
+            if name is None or name not in bone_index or size is None:
+                raise ValueError(f"{path}[{index}] is not a pose-bone channel of {ob.name!r}")
+            flat, cols = groups.setdefault(prop, ([], []))
+            flat.append(bone_index[name] * size + int(index))
+            cols.append(col)
+        self.groups = {p: (np.array(f, dtype=np.int64), np.array(c, dtype=np.int64)) for p, (f, c) in groups.items()}
+        self.buffers = {p: np.empty(self.n_bones * _POSE_PROPERTY_SIZE[p], dtype=np.float32) for p in groups}
+
+    def write(self, ob: Any, values: np.ndarray) -> None:
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        bones = ob.pose.bones
+        for prop, (flat, cols) in self.groups.items():
+            buf = self.buffers[prop]
+            bones.foreach_get(prop, buf)
+            buf[flat] = values[cols]
+            bones.foreach_set(prop, buf)
+        ob.update_tag()
+
+
+def shape_key_fcurves(key: bpy.types.Key) -> dict[str, bpy.types.FCurve]:
+    """Shape-key name -> the F-curve animating its value (through the Key's action)."""
+    out: dict[str, bpy.types.FCurve] = {}
+    for fc in id_fcurves(key):
+        if _SHAPE_KEY_VALUE.match(fc.data_path):
+            name = fc.data_path[len('key_blocks["'): -len('"].value')].replace('\\"', '"').replace("\\\\", "\\")
+            out[name] = fc
+    return out
+
+
+def shape_keys_animated(ob: bpy.types.Object) -> bool:
+    """The object's mesh has shape keys whose values are animated (action curves or drivers)."""
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    if key is None or len(key.key_blocks) < 2:
+        return False
+    if shape_key_fcurves(key):
+        return True
+    adt = key.animation_data
+    return bool(adt is not None and any(_SHAPE_KEY_VALUE.match(d.data_path) for d in adt.drivers))
+
+
+def _vertex_group_weights(ob: bpy.types.Object, name: str, n_vertices: int) -> np.ndarray:
+    weights = np.zeros(n_vertices)
+    vg = ob.vertex_groups.get(name)
+    if vg is None:
+        return np.ones(n_vertices)  # Blender ignores a missing group
+    gi = vg.index
+    for v in ob.data.vertices:  # one pass, only when a key uses a vertex group
+        for g in v.groups:
+            if g.group == gi:
+                weights[v.index] = g.weight
+    return weights
+
+
+def read_key_block_coords(key: bpy.types.Key, names: Sequence[str] | None = None) -> np.ndarray:
+    """Coordinates of shape keys (all, or the named ones in that order): (keys, vertices, 3) float64."""
+    blocks = key.key_blocks
+    chosen = list(blocks) if names is None else [blocks[n] for n in names]
+    if not chosen:
+        return np.empty((0, 0, 3))
+    n_vert = len(chosen[0].data)
+    buf = np.empty(3 * n_vert, dtype=np.float32)
+    out = np.empty((len(chosen), n_vert, 3))
+    for i, kb in enumerate(chosen):
+        kb.data.foreach_get("co", buf)
+        out[i] = buf.reshape(n_vert, 3)
+    return out
+
+
+def read_shape_key_matrix(
+    scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """Shape-key animation as a frame matrix: the vertex positions blended from the key blocks per
+    frame, before modifiers: Z (frames, 3 V) with rows x0 y0 z0 x1 ... (row size 3).
+
+    Relative keys as Blender blends them: reference + sum of value x (key - its relative key), values
+    clamped to each key's slider range, muted keys skipped, vertex-group weights applied. Values
+    come from the Key's F-curves; when any value is driven (or the Key has NLA tracks) they are the
+    depsgraph's evaluated values, frame by frame. Absolute keys raise ValueError.
+    """
+    key = getattr(ob.data, "shape_keys", None)
+    if key is None or len(key.key_blocks) < 2:
+        raise ValueError(f'"{ob.name}" has no shape keys to blend')
+    if not key.use_relative:
+        raise ValueError(f'"{ob.name}" uses absolute shape keys (evaluation time): use the Mesh source instead')
+    blocks = list(key.key_blocks)
+    names = [kb.name for kb in blocks]
+    coords = read_key_block_coords(key)  # (K, V, 3)
+    n_vert = coords.shape[1]
+    frames_arr = np.asarray(frames, dtype=np.float64)
+    values = _key_values(scene, ob, key, frames_arr)  # (n, K)
+    ref = key.reference_key.name
+    base = coords[names.index(ref)]
+    z = np.repeat(base.reshape(1, -1), frames_arr.size, axis=0)
+    for j, kb in enumerate(blocks):
+        if kb.name == ref or kb.mute:
+            continue
+        rel = kb.relative_key.name if kb.relative_key is not None else ref
+        delta = coords[j] - coords[names.index(rel)]
+        if kb.vertex_group:
+            delta = delta * _vertex_group_weights(ob, kb.vertex_group, n_vert)[:, None]
+        w = np.clip(values[:, j], kb.slider_min, kb.slider_max)
+        if np.any(w != 0.0):
+            z += w[:, None] * delta.reshape(1, -1)
+    return z
+
+
+def _key_values(scene: bpy.types.Scene, ob: bpy.types.Object, key: bpy.types.Key, frames: np.ndarray) -> np.ndarray:
+    blocks = list(key.key_blocks)
+    adt = key.animation_data
+    driven = adt is not None and (
+        any(_SHAPE_KEY_VALUE.match(d.data_path) for d in adt.drivers) or len(adt.nla_tracks) > 0
+    )
+    out = np.empty((frames.size, len(blocks)))
+    if not driven:
+        curves = shape_key_fcurves(key)
+        for j, kb in enumerate(blocks):
+            fc = curves.get(kb.name)
+            if fc is None:
+                out[:, j] = kb.value
+            else:
+                out[:, j] = sample_curves([fc], frames)[1][:, 0]
+        return out
+    frame0, sub0 = scene.frame_current, scene.frame_subframe
+    buf = np.empty(len(blocks), dtype=np.float32)
+    try:
+        for i, f in enumerate(frames.tolist()):
+            whole = math.floor(f)
+            scene.frame_set(int(whole), subframe=float(f) - whole)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            key_eval: Any = key.evaluated_get(depsgraph)
+            key_eval.key_blocks.foreach_get("value", buf)
+            out[i] = buf
+    finally:
+        scene.frame_set(frame0, subframe=sub0)
+    return out
+
+
+def mesh_sequence_rows(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray):
+    """The evaluated mesh's vertex positions (object space, after every modifier) frame by frame:
+    a generator yielding one row (3 V,) float64 per frame, so a modal operator can step it.
+
+    Sets the scene frame for each sample (fractional frames as subframes) in increasing order (so
+    simulations such as cloth advance) and restores the current frame when done or closed. Raises
+    :class:`TopologyChangeError` naming the first frame whose vertex or face count differs.
+    """
+    frame0, sub0 = scene.frame_current, scene.frame_subframe
+    first: tuple[float, int, int] | None = None
+    buf: np.ndarray | None = None
+    try:
+        for f in [float(x) for x in frames]:
+            whole = math.floor(f)
+            scene.frame_set(int(whole), subframe=f - whole)
+            depsgraph = bpy.context.evaluated_depsgraph_get()
+            ob_eval: Any = ob.evaluated_get(depsgraph)
+            me: Any = ob_eval.to_mesh() if ob_eval.type != "MESH" else ob_eval.data
+            try:
+                n_vert, n_face = len(me.vertices), len(me.polygons)
+                if first is None:
+                    first = (f, n_vert, n_face)
+                    buf = np.empty(3 * n_vert, dtype=np.float32)
+                elif n_vert != first[1]:
+                    raise TopologyChangeError(f, n_vert, first[0], first[1])
+                elif n_face != first[2]:
+                    raise TopologyChangeError(f, n_face, first[0], first[2], "faces")
+                assert buf is not None
+                me.vertices.foreach_get("co", buf)
+            finally:
+                if ob_eval.type != "MESH":
+                    ob_eval.to_mesh_clear()
+            yield buf.astype(np.float64)
+    finally:
+        scene.frame_set(frame0, subframe=sub0)
+
+
+def read_mesh_sequence(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Any mesh whose evaluated geometry changes per frame (Mesh Cache PC2 / MDD, Mesh Sequence
+    Cache / Alembic, cloth, soft body, modifiers) as a frame matrix Z (frames, 3 V), row size 3.
+    See :func:`mesh_sequence_rows`."""
+    return np.array(list(mesh_sequence_rows(scene, ob, frames)))
+
+
+def _cache_file_samples(path: str, fmt: str) -> int | None:
+    """Number of samples in a PC2 or MDD point-cache file (None when unreadable)."""
+    import struct
+
+    try:
+        with open(bpy.path.abspath(path), "rb") as fh:
+            head = fh.read(32)
+    except OSError:
+        return None
+    try:
+        if fmt == "PC2" and head[:11] == b"POINTCACHE2":
+            # signature[12], version, points, start frame (f32), sample rate (f32), samples
+            samples = int(struct.unpack("<i", head[28:32])[0])
+        elif fmt == "MDD":
+            samples = int(struct.unpack(">i", head[0:4])[0])  # frames, points (big-endian)
+        else:
+            return None
+    except struct.error:
+        return None
+    return samples if 0 < samples < 10_000_000 else None
+
+
+def mesh_cache_frame_range(ob: bpy.types.Object) -> tuple[int, int] | None:
+    """Scene frames covered by the object's first Mesh Cache modifier (PC2 / MDD read from the file
+    header; time mode Frame, play mode Scene), or None (no such modifier, or another timing)."""
+    for mod in getattr(ob, "modifiers", []):
+        if mod.type != "MESH_CACHE" or not mod.show_viewport:
+            continue
+        if mod.time_mode != "FRAME" or mod.play_mode != "SCENE":
+            return None
+        samples = _cache_file_samples(mod.filepath, mod.cache_format)
+        if not samples or mod.frame_scale <= 0.0:
+            return None
+        lo = math.ceil(mod.frame_start - 1e-6)
+        hi = math.floor(mod.frame_start + (samples - 1) / mod.frame_scale + 1e-6)
+        return (int(lo), int(hi)) if hi >= lo else None
+    return None
+
+
+def evaluated_mesh_copy(scene: bpy.types.Scene, ob: bpy.types.Object, frame: float, name: str) -> bpy.types.Mesh:
+    """A new mesh datablock holding the object's evaluated geometry (every modifier applied) at
+    ``frame``; the scene frame is restored."""
+    frame0, sub0 = scene.frame_current, scene.frame_subframe
+    try:
+        whole = math.floor(frame)
+        scene.frame_set(int(whole), subframe=float(frame) - whole)
+        depsgraph = bpy.context.evaluated_depsgraph_get()
+        ob_eval: Any = ob.evaluated_get(depsgraph)
+        mesh: Any = bpy.data.meshes.new_from_object(ob_eval, preserve_all_data_layers=True, depsgraph=depsgraph)
+    finally:
+        scene.frame_set(frame0, subframe=sub0)
+    mesh.name = name
+    if mesh.shape_keys is not None:  # pragma: no cover - new_from_object drops keys
+        pass
+    return mesh
+
+
+def write_shape_key_basis(ob: bpy.types.Object, basis: np.ndarray, keys: Sequence[tuple[str, np.ndarray]], *,
+                          slider_min: float = -10.0, slider_max: float = 10.0) -> None:
+    """Replace the mesh's shape keys: vertex positions and a "Basis" key = ``basis`` (V, 3), then one
+    relative key per ``(name, coords (V, 3))`` with value 0 and the given slider range."""
+    mesh: Any = ob.data
+    n_vert = len(mesh.vertices)
+    basis = np.ascontiguousarray(basis, dtype=np.float64).reshape(n_vert, 3)
+    if mesh.shape_keys is not None:
+        ob.shape_key_clear()
+    mesh.vertices.foreach_set("co", basis.astype(np.float32).ravel())
+    mesh.update()
+    ob.shape_key_add(name="Basis", from_mix=False)
+    for name, coords in keys:
+        kb = ob.shape_key_add(name=name, from_mix=False)
+        kb.data.foreach_set("co", np.ascontiguousarray(coords, dtype=np.float32).reshape(-1))
+        kb.slider_min = slider_min
+        kb.slider_max = slider_max
+        kb.value = 0.0
+    key = mesh.shape_keys
+    key.use_relative = True
+    mesh.update()
+
+
+def set_key_values(key: bpy.types.Key, indices: np.ndarray, values: np.ndarray, buffer: np.ndarray | None = None) -> None:
+    """Set the values of the key blocks at ``indices`` (others unchanged) with one foreach_get /
+    foreach_set, and tag the Key for re-evaluation. ``buffer``: a float32 array of len(key_blocks)
+    to reuse."""
+    blocks = key.key_blocks
+    buf = buffer if buffer is not None else np.empty(len(blocks), dtype=np.float32)
+    blocks.foreach_get("value", buf)
+    buf[indices] = values
+    blocks.foreach_set("value", buf)
+    key.update_tag()
+
+
+def new_action(id_data: Any, name: str, *, keep_previous: bool = True) -> bpy.types.Action:
+    """A new, empty action named ``name`` assigned to ``id_data`` (on 4.4+ with a new slot for it,
+    one layer and one keyframe strip). With ``keep_previous`` the action previously assigned gets a
+    fake user when this takes its last user, so it survives saving."""
+    old = get_action(id_data)
+    if keep_previous and old is not None and old.library is None and old.users <= 1:
+        old.use_fake_user = True
+    action: Any = bpy.data.actions.new(name)
+    adt = id_data.animation_data or id_data.animation_data_create()
+    adt.action = action
+    if has_slots() and hasattr(action, "slots"):
+        id_type = "KEY" if isinstance(id_data, bpy.types.Key) else "OBJECT"
+        slot = action.slots.new(id_type=id_type, name=id_data.name)
+        layer = action.layers.new("Layer")
+        strip = layer.strips.new(type="KEYFRAME")
+        strip.channelbag(slot, ensure=True)
+        adt.action_slot = slot
+    return action
+
+
+def new_fcurve(id_data: Any, action: bpy.types.Action, data_path: str, index: int = 0,
+               group: str | None = None) -> bpy.types.FCurve:
+    """A new F-curve in ``action`` for the slot ``id_data`` is animated by (legacy: the action)."""
+    slot = get_slot(id_data)
+    if slot is not None and hasattr(action, "layers"):
+        cb: Any = _channelbag(action, slot)
+        if cb is None:
+            cb = action.layers[0].strips[0].channelbag(slot, ensure=True)  # type: ignore[attr-defined]
+        fc = cb.fcurves.new(data_path, index=index)
+        if group:
+            grp = cb.groups.get(group) or cb.groups.new(group)
+            fc.group = grp
+        return fc
+    legacy: Any = action.fcurves  # type: ignore[attr-defined]
+    return legacy.new(data_path, index=index, action_group=group or "")
+
+
+def write_dense_linear(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
+    """Replace the keys of ``fc`` with one LINEAR key per frame (a bake: the curve passes through
+    every value and stays between neighbouring values)."""
+    frames = np.asarray(frames, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    n = frames.size
+    kps = fc.keyframe_points
+    kps.clear()
+    if n:
+        co = np.column_stack([frames, values]).astype(np.float32).ravel()
+        kps.add(n)
+        kps.foreach_set("co", co)
+        kps.foreach_set("handle_left", co)
+        kps.foreach_set("handle_right", co)
+        vec = handle_type_values()["VECTOR"]
+        kps.foreach_set("handle_left_type", np.full(n, vec, dtype=np.int32))
+        kps.foreach_set("handle_right_type", np.full(n, vec, dtype=np.int32))
+        kps.foreach_set("interpolation", np.full(n, interpolation_values()["LINEAR"], dtype=np.int32))
+        kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
+    fc.update()

@@ -5,6 +5,8 @@ tooltips as the operator, so the sidebar and F3 / menu calls agree) and
 ``scene.anim_signals.last_fit`` the numbers of the last fit, drawn by the sidebar panel.
 Likewise ``.loop`` / ``.last_loop`` (Make Cyclic), ``.blend`` / ``.last_blend`` (Blend Actions) and
 ``.compare`` / ``.last_compare`` / ``.compare_results`` (Compare Actions, one item per action).
+Pose space: ``.pose_space`` (Build Pose Space settings), ``.pose_space_resample`` (Resample),
+``.pose_space_bake`` (Bake) and ``.last_pose_space`` (the last build's numbers and the last bake).
 """
 
 
@@ -26,6 +28,14 @@ from ..operators.motion_ops import (
     ANIM_SIGNALS_OT_blend_actions,
     ANIM_SIGNALS_OT_compare_actions,
     ANIM_SIGNALS_OT_make_cyclic,
+)
+from ..operators.pose_space_ops import (
+    BAKE_SETTINGS,
+    BUILD_SETTINGS,
+    RESAMPLE_SETTINGS,
+    ANIM_SIGNALS_OT_build_pose_space,
+    ANIM_SIGNALS_OT_pose_space_bake,
+    ANIM_SIGNALS_OT_pose_space_resample,
 )
 
 
@@ -50,6 +60,16 @@ AnimSignalsBlendSettings = _settings_group(
 )
 AnimSignalsCompareSettings = _settings_group(
     "AnimSignalsCompareSettings", ANIM_SIGNALS_OT_compare_actions, COMPARE_SETTINGS, "Compare Actions settings"
+)
+AnimSignalsPoseSpaceSettings = _settings_group(
+    "AnimSignalsPoseSpaceSettings", ANIM_SIGNALS_OT_build_pose_space, BUILD_SETTINGS, "Build Pose Space settings"
+)
+AnimSignalsPoseSpaceResampleSettings = _settings_group(
+    "AnimSignalsPoseSpaceResampleSettings", ANIM_SIGNALS_OT_pose_space_resample, RESAMPLE_SETTINGS,
+    "Resample Pose Space settings",
+)
+AnimSignalsPoseSpaceBakeSettings = _settings_group(
+    "AnimSignalsPoseSpaceBakeSettings", ANIM_SIGNALS_OT_pose_space_bake, BAKE_SETTINGS, "Bake Pose Space settings"
 )
 
 
@@ -153,6 +173,60 @@ class AnimSignalsCompareItem(bpy.types.PropertyGroup):
     is_reference: BoolProperty(name="Reference", description="This is the active object's action")  # type: ignore[valid-type]
 
 
+# ---- pose-space canvas (operators/pose_space_canvas.py, panels/pose_space_panel.py) ------------------
+
+
+class AnimSignalsPoseSpaceCanvasSettings(bpy.types.PropertyGroup):
+    """Settings of the pose-space canvas in the 3D Viewport sidebar"""
+
+    height: IntProperty(  # type: ignore[valid-type]
+        name="Canvas Height",
+        description="Height of the pose-space canvas in the sidebar, in UI units",
+        default=12,
+        min=6,
+        max=40,
+    )
+    sketch_frames: IntProperty(  # type: ignore[valid-type]
+        name="Sketch Frames",
+        description="Frames of a sequence made by sketching a stroke (0: as many as the current sequence)",
+        default=0,
+        min=0,
+        soft_max=1000,
+    )
+    png_path: StringProperty(  # type: ignore[valid-type]
+        name="PNG File",
+        description='Where Save PNG writes the canvas ("": <object>_pose_space.png next to the .blend, or in the temp folder)',
+        default="",
+        subtype="FILE_PATH",
+    )
+
+# ---- end pose-space canvas ----------------------------------------------------------------------------
+
+
+class AnimSignalsPoseSpaceResult(bpy.types.PropertyGroup):
+    """Numbers of the last Build Pose Space run and the last bake (read-only in the UI)."""
+
+    valid: BoolProperty(name="Valid", description="There is a result to show", default=False)  # type: ignore[valid-type]
+    object_name: StringProperty(name="Pose Space", description="The object holding the pose space (\"<name>.posespace\" for meshes, the armature itself)")  # type: ignore[valid-type]
+    source_object: StringProperty(name="Source", description="The object whose animation was read")  # type: ignore[valid-type]
+    source: StringProperty(name="Source Type", description="What the frames were made of: ACTION, SHAPE_KEYS or MESH")  # type: ignore[valid-type]
+    frame_start: IntProperty(name="Start", description="First frame read")  # type: ignore[valid-type]
+    frame_end: IntProperty(name="End", description="Last frame read")  # type: ignore[valid-type]
+    n: IntProperty(name="Frames (n)", description="Number of frames read")  # type: ignore[valid-type]
+    k: IntProperty(name="Control Points (k)", description="Control points of the time-signal curve")  # type: ignore[valid-type]
+    l: IntProperty(name="Sites (l)", description="Thin-plate spline sites of the pose signal")  # type: ignore[valid-type]  # noqa: E741
+    m: IntProperty(name="Components (m)", description="Shape components (shape keys of the pose-space object)")  # type: ignore[valid-type]
+    values: IntProperty(name="Values per Frame", description="Numbers per frame: 3 x vertices, or armature channels")  # type: ignore[valid-type]
+    rms_error: FloatProperty(name="RMS Error", description="Root-mean-square reconstruction error per vertex (scene units) or per channel (degrees)", precision=5)  # type: ignore[valid-type]
+    max_error: FloatProperty(name="Max Error", description="Largest reconstruction error of a vertex (scene units) or channel (degrees) at any frame", precision=5)  # type: ignore[valid-type]
+    error_units: StringProperty(name="Error Units", description='"deg" for armatures (degrees), empty for meshes (scene units)')  # type: ignore[valid-type]
+    tolerance: FloatProperty(name="Tolerance Used", description="The tolerance k, l and m were chosen for (0: exact interpolation)", precision=5)  # type: ignore[valid-type]
+    seconds: FloatProperty(name="Time", description="Seconds the build took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
+    baked_action: StringProperty(name="Baked Action", description="The action written by the last bake or resample")  # type: ignore[valid-type]
+    bake_frame_start: IntProperty(name="Baked Start", description="First frame of the last bake")  # type: ignore[valid-type]
+    bake_frame_end: IntProperty(name="Baked End", description="Last frame of the last bake")  # type: ignore[valid-type]
+
+
 class AnimSignalsSettings(bpy.types.PropertyGroup):
     """Anim Signals settings of the scene."""
 
@@ -166,6 +240,11 @@ class AnimSignalsSettings(bpy.types.PropertyGroup):
     last_compare: PointerProperty(type=AnimSignalsCompareResult)  # type: ignore[valid-type]
     compare_results: CollectionProperty(type=AnimSignalsCompareItem)  # type: ignore[valid-type]
     compare_index: IntProperty(name="Active Result", description="The selected row of the comparison results", default=0)  # type: ignore[valid-type]
+    pose_space: PointerProperty(type=AnimSignalsPoseSpaceSettings)  # type: ignore[valid-type]
+    pose_space_resample: PointerProperty(type=AnimSignalsPoseSpaceResampleSettings)  # type: ignore[valid-type]
+    pose_space_bake: PointerProperty(type=AnimSignalsPoseSpaceBakeSettings)  # type: ignore[valid-type]
+    last_pose_space: PointerProperty(type=AnimSignalsPoseSpaceResult)  # type: ignore[valid-type]
+    pose_space_canvas: PointerProperty(type=AnimSignalsPoseSpaceCanvasSettings)  # type: ignore[valid-type]  # pose-space canvas
 
 
 classes = (
@@ -178,6 +257,11 @@ classes = (
     AnimSignalsCompareSettings,
     AnimSignalsCompareResult,
     AnimSignalsCompareItem,
+    AnimSignalsPoseSpaceSettings,
+    AnimSignalsPoseSpaceResampleSettings,
+    AnimSignalsPoseSpaceBakeSettings,
+    AnimSignalsPoseSpaceResult,
+    AnimSignalsPoseSpaceCanvasSettings,  # pose-space canvas
     AnimSignalsSettings,
 )
 _register, _unregister = bpy.utils.register_classes_factory(classes)

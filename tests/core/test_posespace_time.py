@@ -489,3 +489,27 @@ def test_horse_gallop_k16_l12_m7():
     assert err["rms"] < err["max"] < size
     assert err["rms"] < 0.05 * size
     assert sp.reconstruction_error()["rms"] == pytest.approx(err["rms"], rel=1e-6)
+
+
+def test_pins_after_time_edits_keep_the_authored_time_signal():
+    """Pinning after a sketch / re-timing / control-point edit re-lays the frames and refits g, and keeps
+    the time signal the user authored; before any time edit, f is refitted through the new positions."""
+    z = smooth_trajectory(n=14, d=12)
+    space = build_pose_space(z)
+    far = space.positions[3] + np.array([2.0, -1.0])
+    plain = space.with_pins({3: far})
+    np.testing.assert_allclose(plain.positions[3], far)
+    np.testing.assert_allclose(plain.time.evaluate(plain.frames[3:4])[0], far, atol=1e-9)  # f through the pin
+    sketched = space.with_stroke(np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 0.0]]), 40)
+    pinned = sketched.with_pins({3: far})
+    np.testing.assert_array_equal(pinned.time.control, sketched.time.control)
+    np.testing.assert_allclose(pinned.positions[3], far)
+    assert pinned.reconstructed_frames.shape == (14,) and len(pinned.frames) == 40
+    edited = space.with_control_point(2, space.time.control[2] + 0.1)
+    np.testing.assert_array_equal(edited.with_pins({3: far}).time.control, edited.time.control)
+    slow = space.with_times(np.arange(1.0, 28.0), np.linspace(1.0, 14.0, 27))
+    np.testing.assert_allclose(slow.evaluate(np.array([1.0, 27.0])), space.evaluate(np.array([1.0, 14.0])),
+                               atol=1e-9 * np.abs(z).max())
+    assert slow.with_pins({3: far}).time.frames.shape == (27,)
+    back = PoseSpace.from_dict(slow.to_dict())
+    assert back.time_authored and np.array_equal(back.reconstructed_frames, space.frames)

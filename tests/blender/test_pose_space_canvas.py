@@ -1,0 +1,718 @@
+"""The pose-space canvas (operators/pose_space_canvas.py, panels/pose_space_panel.py) on generated meshes.
+
+Every interaction is checked through its ``execute()`` (the operator called with its result as
+properties) and through its modal path driven with stand-in events, the way the window manager
+would (headless Blender has no event loop): navigate writes g(p) as shape-key values (and Blender's
+own blend of the keys is h(g(p))), a control-point edit leaves frames outside its support exactly as
+they were, a pin is kept exactly and lowers the stress from its start, a sketch makes a time signal
+of the requested length along the stroke, and ESC during a drag restores everything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import sys
+import time
+import types
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+from _bl_helpers import make_armature, shared_data
+
+EXT = "bl_ext.dev.anim_signals"
+N_FRAMES = 24
+RECT = (10.0, 20.0, 400.0, 300.0)  # a stand-in canvas rectangle in region pixels
+
+
+@pytest.fixture
+def pc(extension):
+    return sys.modules[f"{EXT}.operators.pose_space_canvas"]
+
+
+@pytest.fixture
+def data(extension):
+    return sys.modules[f"{EXT}.operators.pose_space"]
+
+
+@pytest.fixture
+def core(extension):
+    return importlib.import_module(f"{EXT}.anim_signals.posespace")
+
+
+def _grid_frames(n_frames: int = N_FRAMES, nx: int = 9) -> tuple[np.ndarray, list, np.ndarray]:
+    """A flag-like grid deformed by three modes with different phases (a 2-D-ish pose manifold)."""
+    xs, ys = np.meshgrid(np.linspace(-1.0, 1.0, nx), np.linspace(-1.0, 1.0, nx))
+    verts = np.column_stack([xs.ravel(), ys.ravel(), np.zeros(nx * nx)])
+    faces = [(i * nx + j, i * nx + j + 1, (i + 1) * nx + j + 1, (i + 1) * nx + j)
+             for i in range(nx - 1) for j in range(nx - 1)]
+    t = 2.0 * np.pi * np.arange(n_frames)[:, None] / n_frames
+    x, y = verts[None, :, 0], verts[None, :, 1]
+    z = 0.35 * np.sin(2.0 * x + t) + 0.2 * np.cos(1.5 * y - 2.0 * t) + 0.1 * x * y * np.sin(3.0 * t)
+    frames = np.repeat(verts[None], n_frames, axis=0)
+    frames[:, :, 2] = z
+    return verts, faces, frames
+
+
+def make_space(data, tmp_path, *, k: int = 12, ell: int = 12, m: int = 4, name: str = "flag"):
+    """A mesh played by a Mesh Cache (PC2) and its pose space built by the data layer."""
+    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshcache")
+    sys.modules[f"{EXT}.operators.pose_space_canvas"].forget_states()  # views and cursors of earlier tests
+    verts, faces, frames = _grid_frames()
+    path = str(tmp_path / f"{name}.pc2")
+    meshcache.write_pc2(path, frames, start=1.0, rate=1.0)
+    me = bpy.data.meshes.new(name)
+    me.from_pydata(verts.tolist(), [], faces)
+    me.update()
+    ob = bpy.data.objects.new(name, me)
+    bpy.context.scene.collection.objects.link(ob)
+    mod = ob.modifiers.new("cache", "MESH_CACHE")
+    mod.cache_format = "PC2"
+    mod.filepath = path
+    mod.frame_start = 1.0
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, N_FRAMES
+    ps_ob, _, _ = data.build(ob, scene, frame_start=1, frame_end=N_FRAMES, k=k, l=ell, m=m)
+    for o in bpy.context.view_layer.objects:
+        o.select_set(False)
+    bpy.context.view_layer.objects.active = ps_ob
+    ps_ob.select_set(True)
+    return ps_ob, data.load_space(ps_ob)  # as stored (h read back from the float32 shape keys)
+
+
+def key_values(ps_ob, data) -> np.ndarray:
+    info = data.load_info(ps_ob)
+    blocks = ps_ob.data.shape_keys.key_blocks
+    return np.array([blocks[name].value for name in info["key_names"]])
+
+
+def expected_values(ps_ob, data, space, p) -> np.ndarray:
+    """g(p) as the data layer stores it: value_j = g_j(p) / s_j, s_j = max_i |x_ij| (clipped to the sliders)."""
+    scales = np.asarray(data.load_info(ps_ob)["scales"], dtype=float)
+    return np.clip(space.weights_at(np.asarray(p, dtype=float)) / scales, -data.SLIDER_RANGE, data.SLIDER_RANGE)
+
+
+def evaluated_coords(ob) -> np.ndarray:
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    depsgraph.update()
+    ev = ob.evaluated_get(depsgraph)
+    buf = np.empty(3 * len(ev.data.vertices), dtype=np.float32)
+    ev.data.vertices.foreach_get("co", buf)
+    return buf.astype(float)
+
+
+def token(ps_ob, data) -> str:
+    return str(data.load_info(ps_ob)["token"])
+
+
+# ----------------------------------------------------------------------------------------------
+# registration, panel, gpu layer helpers
+# ----------------------------------------------------------------------------------------------
+
+OPERATORS = ("pose_space_navigate", "pose_space_edit_time", "pose_space_pin", "pose_space_sketch",
+             "pose_space_zoom", "pose_space_pan", "pose_space_view_all", "pose_space_canvas_press",
+             "pose_space_save_png")
+
+
+def test_registered(scene, pc):
+    for name in OPERATORS:
+        assert hasattr(bpy.types, f"ANIM_SIGNALS_OT_{name}"), name
+    for name in OPERATORS[:4]:
+        cls = getattr(bpy.types, f"ANIM_SIGNALS_OT_{name}")
+        assert {"REGISTER", "UNDO"} <= set(cls.bl_options), name
+        props = getattr(bpy.ops.anim_signals, name).get_rna_type().properties
+        for prop in props:
+            if prop.identifier not in {"rna_type", "start_drag"}:
+                assert prop.description, f"{name}.{prop.identifier} has no tooltip"
+    props = bpy.ops.anim_signals.pose_space_sketch.get_rna_type().properties
+    assert props["stroke"].type == "COLLECTION" and props["frames"].type == "INT"
+    props = bpy.ops.anim_signals.pose_space_pin.get_rna_type().properties
+    assert {"frame", "position", "clear"} <= set(props.keys())
+    for panel in ("ANIM_SIGNALS_PT_pose_space_canvas", "ANIM_SIGNALS_PT_pose_space"):
+        cls = getattr(bpy.types, panel)
+        assert (cls.bl_space_type, cls.bl_region_type, cls.bl_category) == ("VIEW_3D", "UI", "Signals")
+    assert "HIDE_HEADER" in bpy.types.ANIM_SIGNALS_PT_pose_space_canvas.bl_options
+    assert pc._handle is not None  # the draw handler registers headless (it only draws with a GPU)
+    assert pc._on_frame_change in bpy.app.handlers.frame_change_post
+    settings = scene.anim_signals.pose_space_canvas
+    assert settings.height == pc.CANVAS_UNITS and settings.sketch_frames == 0
+    kc = bpy.context.window_manager.keyconfigs.addon
+    if kc is not None:
+        km = kc.keymaps.get(pc.KEYMAP_NAME)
+        assert km is not None
+        assert {k.idname for k in km.keymap_items} >= {"anim_signals.pose_space_canvas_press",
+                                                       "anim_signals.pose_space_zoom", "anim_signals.pose_space_pan"}
+
+
+def test_disable_removes_handlers(scene, pc):
+    addon_utils.disable(EXT, default_set=True)
+    try:
+        assert not hasattr(bpy.types, "ANIM_SIGNALS_OT_pose_space_navigate")
+        assert not hasattr(bpy.types, "ANIM_SIGNALS_PT_pose_space_canvas")
+        assert pc._handle is None
+        assert not any(getattr(f, "__module__", "").startswith(EXT) for f in bpy.app.handlers.frame_change_post)
+        kc = bpy.context.window_manager.keyconfigs.addon
+        if kc is not None and kc.keymaps.get(pc.KEYMAP_NAME) is not None:
+            assert not any(k.idname.startswith("anim_signals.") for k in kc.keymaps[pc.KEYMAP_NAME].keymap_items)
+    finally:
+        assert addon_utils.enable(EXT, default_set=True) is not None
+    assert hasattr(bpy.types, "ANIM_SIGNALS_OT_pose_space_navigate")
+
+
+class _Layout:
+    """Records what a panel draws; every drawn property and operator argument must exist."""
+
+    def __init__(self, calls: list):
+        self.calls = calls
+        self.use_property_split = self.use_property_decorate = False
+        self.scale_y = 1.0
+        self.enabled = True
+
+    def _child(self, *args, **kwargs):
+        child = _Layout(self.calls)
+        self.calls.append(("child", child))
+        return child
+
+    column = row = box = split = _child
+
+    def panel(self, idname, default_closed=False):
+        return _Layout(self.calls), _Layout(self.calls)
+
+    def label(self, text="", icon="NONE"):
+        self.calls.append(("label", text))
+
+    def separator(self, **kwargs):
+        pass
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r}"
+        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
+        self.calls.append(("prop", name))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+        calls = self.calls
+        calls.append(("operator", idname))
+
+        class _Props:
+            def __setattr__(self, key, value):
+                assert key in rna.properties, f"{idname} has no property {key!r}"
+                calls.append(("set", idname, key, value))
+
+        return _Props()
+
+
+def _draw_panel(cls, scene):
+    calls: list = []
+    me = types.SimpleNamespace(layout=_Layout(calls))
+    for name, attr in vars(cls).items():
+        if isinstance(attr, staticmethod):
+            setattr(me, name, attr.__func__)
+    ctx = types.SimpleNamespace(scene=scene, active_object=bpy.context.view_layer.objects.active)
+    cls.draw(me, ctx)
+    return calls
+
+
+def test_panels(scene, data, tmp_path):
+    canvas_panel = bpy.types.ANIM_SIGNALS_PT_pose_space_canvas
+    panel = bpy.types.ANIM_SIGNALS_PT_pose_space
+    assert not canvas_panel.poll(bpy.context)  # no pose space: no canvas
+    calls = _draw_panel(panel, scene)
+    assert not any(c[0] == "operator" and "navigate" in c[1] for c in calls)
+    ps_ob, space = make_space(data, tmp_path)
+    assert canvas_panel.poll(bpy.context)
+    calls = _draw_panel(canvas_panel, scene)
+    reserved = [c[1] for c in calls if c[0] == "child"]
+    assert reserved and reserved[0].scale_y == scene.anim_signals.pose_space_canvas.height
+    calls = _draw_panel(panel, scene)
+    ops = {c[1] for c in calls if c[0] == "operator"}
+    assert {"anim_signals.build_pose_space", "anim_signals.pose_space_navigate", "anim_signals.pose_space_edit_time",
+            "anim_signals.pose_space_pin", "anim_signals.pose_space_sketch", "anim_signals.pose_space_bake",
+            "anim_signals.pose_space_resample", "anim_signals.pose_space_save_png"} <= ops
+    labels = " | ".join(c[1] for c in calls if c[0] == "label")
+    assert f"k {space.k}" in labels and f"l {space.l}" in labels and f"m {space.m}" in labels, labels
+    assert "Error: RMS" in labels
+
+
+def test_canvas_rect_follows_the_sidebar(pc):
+    """The canvas rectangle from a stand-in region: inside it, right under the top, the reserved height."""
+
+    class _V2D:
+        def __init__(self, scroll: float):
+            self.scroll = scroll
+
+        def region_to_view(self, x, y):
+            return float(x), float(y) - 500.0 + self.scroll  # the region's top at view y = scroll
+
+        def view_to_region(self, x, y, clip=True):
+            return float(x), float(y) + 500.0 - self.scroll
+
+    prefs = types.SimpleNamespace(system=types.SimpleNamespace(ui_scale=1.0, pixel_size=1.0))
+    scene = types.SimpleNamespace(anim_signals=types.SimpleNamespace(pose_space_canvas=types.SimpleNamespace(height=10)))
+    region = types.SimpleNamespace(width=300, height=500, alignment="RIGHT", view2d=_V2D(0.0), type="UI")
+    ctx = types.SimpleNamespace(preferences=prefs, scene=scene, region=region)
+    x0, y0, w, h = pc.canvas_rect(ctx)
+    assert 0 < x0 < 30 and x0 + w < 300 - 20  # clear of the category tabs on the right
+    assert 480 < y0 + h < 500 and abs(h - (10 * 20 - 4)) < 1e-9
+    region.view2d = _V2D(-120.0)  # scrolled down by 120 px: the canvas moves up
+    assert abs(pc.canvas_rect(ctx)[1] - (y0 + 120.0)) < 1e-9
+    region.alignment = "LEFT"  # tabs on the left
+    assert pc.canvas_rect(ctx)[0] > x0
+    region.width = 30
+    assert pc.canvas_rect(ctx) is None
+
+
+def test_gpu_layer_helpers(pc):
+    c = np.array([[10.0, 20.0], [30.0, 40.0]])
+    tris = pc.disc_tris(c, 3.0, 12)
+    assert tris.shape == (2 * 12 * 3, 2)
+    assert np.allclose(np.linalg.norm(tris[1::3] - np.repeat(c, 12, axis=0), axis=1), 3.0)
+    assert pc.ring_tris(c, 5.0, 4.0, 16).shape == (2 * 16 * 6, 2)
+    assert pc.square_tris(c, 2.0).shape == (12, 2) and pc.square_lines(c, 2.0).shape == (16, 2)
+    assert pc.crosshair_lines(c[0], 9.0, 3.0).shape == (8, 2)
+    assert pc.polyline_segments(np.zeros((5, 2))).shape == (8, 2)
+    dashed = pc.dashed_segments(np.array([[0.0, 0.0], [90.0, 0.0]]), 5.0, 4.0)
+    assert dashed.shape == (20, 2) and np.all(np.diff(dashed[:, 0].reshape(-1, 2), axis=1) <= 5.0 + 1e-12)
+    pc._draw_callback()  # background: returns without touching the gpu module
+
+
+# ----------------------------------------------------------------------------------------------
+# execute(): each interaction with its result as properties
+# ----------------------------------------------------------------------------------------------
+
+
+def test_navigate_sets_g_of_p(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
+    for p in (0.5 * (lo + hi), lo + 0.3 * (hi - lo), space.positions[5]):
+        assert bpy.ops.anim_signals.pose_space_navigate(position=tuple(p)) == {"FINISHED"}
+        assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p), atol=1e-6)
+        # Blender's own blend of the keys is the shape h(g(p)) (float32)
+        assert np.abs(evaluated_coords(ps_ob) - space.at(p)).max() < 1e-5
+        assert np.allclose(pc.state_of(ps_ob).cursor, p)
+    # at a frame's position g reproduces (up to the fit) that frame's shape coordinates
+    i = 5
+    assert np.allclose(space.weights_at(space.positions[i]), space.pose.evaluate(space.positions[i]))
+
+
+def test_navigate_from_the_source_object(scene, data, tmp_path):
+    ps_ob, space = make_space(data, tmp_path)
+    src = bpy.data.objects["flag"]
+    bpy.context.view_layer.objects.active = src
+    p = space.positions[3]
+    assert bpy.ops.anim_signals.pose_space_navigate(position=tuple(p)) == {"FINISHED"}
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p), atol=1e-6)
+
+
+def _frame_values(space) -> np.ndarray:
+    return space.evaluate(space.frames)
+
+
+def test_edit_time_is_local(scene, data, tmp_path):
+    ps_ob, space = make_space(data, tmp_path)
+    j = space.k // 2
+    new_xy = space.time.control[j] + np.array([0.3, -0.2]) * np.ptp(space.positions, axis=0)
+    before = _frame_values(space)
+    assert bpy.ops.anim_signals.pose_space_edit_time(index=j, position=tuple(new_xy)) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    assert np.allclose(new.time.control[j], new_xy) and np.array_equal(np.delete(new.time.control, j, 0),
+                                                                       np.delete(space.time.control, j, 0))
+    after = _frame_values(new)
+    u0, u1 = space.time.support(j)
+    params = space.time.params
+    outside = (params <= u0) | (params >= u1)
+    assert outside.any() and (~outside).any()
+    assert np.abs(after[outside] - before[outside]).max() < 1e-9
+    assert np.abs(after[~outside] - before[~outside]).max() > 1e-3
+    # the current frame's pose follows the edited model
+    t = float(scene.frame_current)
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, new, new.time.evaluate(np.array([t]))[0]),
+                       atol=1e-6)
+
+
+def test_pin_keeps_the_pin_and_lowers_stress(scene, data, tmp_path, core):
+    ps_ob, space = make_space(data, tmp_path)
+    i = 7
+    # operator properties are single precision: the pin is the float32 value passed in, kept exactly
+    target = (space.positions[i] + 0.25 * np.ptp(space.positions, axis=0)).astype(np.float32).astype(float)
+    assert bpy.ops.anim_signals.pose_space_pin(frame=i, position=tuple(target)) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    assert np.array_equal(new.positions[i], target)
+    assert set(new.pins) == {i} and np.array_equal(new.pins[i], target)
+    start = space.positions.copy()
+    start[i] = target
+    assert core.stress(new.positions, new.latent) <= core.stress(start, space.latent) + 1e-12
+    # a second pin keeps the first
+    j = 15
+    assert bpy.ops.anim_signals.pose_space_pin(frame=j, position=tuple(new.positions[j] - 0.1)) == {"FINISHED"}
+    new2 = data.load_space(ps_ob)
+    assert set(new2.pins) == {i, j} and np.array_equal(new2.positions[i], target)
+    # clear one, then all
+    assert bpy.ops.anim_signals.pose_space_pin(frame=j, clear=True) == {"FINISHED"}
+    assert set(data.load_space(ps_ob).pins) == {i}
+    assert bpy.ops.anim_signals.pose_space_pin(frame=-1, clear=True) == {"FINISHED"}
+    assert not data.load_space(ps_ob).pins
+    assert bpy.ops.anim_signals.pose_space_pin(frame=-1, clear=True) == {"CANCELLED"}  # nothing to clear
+
+
+def test_sketch_makes_a_sequence_along_the_stroke(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
+    a = np.linspace(0.0, np.pi, 15)
+    stroke = 0.5 * (lo + hi) + 0.4 * (hi - lo) * np.column_stack([np.cos(a), np.sin(a)])
+    assert bpy.ops.anim_signals.pose_space_sketch(stroke=pc.stroke_items(stroke), frames=40) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    assert new.time.frames.size == 40 and np.array_equal(new.time.frames, np.arange(1.0, 41.0))
+    path = new.time.evaluate(new.time.frames)
+    assert np.allclose(path[0], stroke[0]) and np.allclose(path[-1], stroke[-1])
+    # every sample of the new time signal stays near the stroke
+    d = np.min(np.linalg.norm(path[:, None, :] - stroke[None], axis=2), axis=1)
+    assert d.max() < 0.1 * float(np.ptp(stroke, axis=0).max())
+    assert np.array_equal(new.positions, space.positions) and new.pose is not None  # g and h kept
+    # frames=0: as many frames as before
+    assert bpy.ops.anim_signals.pose_space_sketch(stroke=pc.stroke_items(stroke[::3])) == {"FINISHED"}
+    assert data.load_space(ps_ob).time.frames.size == new.time.frames.size
+    # the canvas draws a model whose time signal has another frame count
+    geom = pc.canvas_geometry_for(bpy.context, ps_ob, data.load_space(ps_ob), RECT)
+    assert len(geom.frame_points) == space.n and geom.current is not None
+
+
+def test_bad_input_changes_nothing(scene, data, tmp_path):
+    ps_ob, space = make_space(data, tmp_path)
+    tok = token(ps_ob, data)
+    with pytest.raises(RuntimeError, match="outside"):
+        bpy.ops.anim_signals.pose_space_edit_time(index=space.k + 3, position=(0.0, 0.0))
+    with pytest.raises(RuntimeError, match="outside"):
+        bpy.ops.anim_signals.pose_space_pin(frame=space.n, position=(0.0, 0.0))
+    with pytest.raises(RuntimeError, match="at least 2"):
+        bpy.ops.anim_signals.pose_space_sketch(stroke=[{"name": "", "co": (0.0, 0.0)}])
+    assert token(ps_ob, data) == tok
+    other = bpy.data.objects.new("empty", None)
+    scene.collection.objects.link(other)
+    bpy.context.view_layer.objects.active = other
+    for name in OPERATORS[:4] + ("pose_space_save_png",):
+        assert not getattr(bpy.ops.anim_signals, name).poll(), name
+    with pytest.raises(RuntimeError):
+        bpy.ops.anim_signals.pose_space_navigate(position=(0.0, 0.0))
+
+
+def test_save_png(scene, data, tmp_path):
+    make_space(data, tmp_path)
+    path = tmp_path / "canvas.png"
+    assert bpy.ops.anim_signals.pose_space_save_png(filepath=str(path), width=320, height=200) == {"FINISHED"}
+    raw = path.read_bytes()
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")
+    assert (w, h) == (320, 200)
+
+
+# ----------------------------------------------------------------------------------------------
+# the modal paths, with stand-in events
+# ----------------------------------------------------------------------------------------------
+
+
+class _Collection(list):
+    def add(self):
+        item = types.SimpleNamespace(co=(0.0, 0.0))
+        self.append(item)
+        return item
+
+
+def fake_op(idname: str, ps_ob, space, **settings):
+    """The operator's methods and properties on a plain object (no registered instance needed)."""
+    cls = getattr(bpy.types, "ANIM_SIGNALS_OT_" + idname)
+    op = types.SimpleNamespace(reports=[])
+    for klass in reversed(cls.__mro__):
+        if klass.__module__.startswith(EXT):
+            for name, attr in vars(klass).items():
+                if inspect.isfunction(attr):
+                    setattr(op, name, types.MethodType(attr, op))
+                elif name.startswith("_") and not name.startswith("__") or name == "HINT":
+                    setattr(op, name, attr)
+    for prop in getattr(bpy.ops.anim_signals, idname).get_rna_type().properties:
+        if prop.identifier == "rna_type":
+            continue
+        if prop.type == "COLLECTION":
+            value = _Collection()
+        elif getattr(prop, "is_array", False):
+            value = list(prop.default_array)
+        else:
+            value = prop.default
+        setattr(op, prop.identifier, value)
+    for k, v in settings.items():
+        setattr(op, k, v)
+    op.report = lambda level, message: op.reports.append((set(level), message))
+    op._ob, op._space, op._rect = ps_ob, space, RECT
+    op._dragging, op._panning = False, None
+    return op
+
+
+def ev(kind: str, value: str = "NOTHING", xy=(0.0, 0.0), **mods):
+    return types.SimpleNamespace(type=kind, value=value, mouse_region_x=float(xy[0]), mouse_region_y=float(xy[1]),
+                                 ctrl=mods.get("ctrl", False), shift=mods.get("shift", False),
+                                 alt=mods.get("alt", False))
+
+
+def _view(pc, ps_ob, space):
+    return pc.view_for(pc.state_of(ps_ob), space, RECT)
+
+
+def _free_xy(pc, ps_ob, space, view):
+    """A pixel inside the canvas away from every control point and frame."""
+    geom = pc.canvas_geometry_for(bpy.context, ps_ob, space, RECT)
+    best, best_d = None, -1.0
+    for x in np.linspace(RECT[0] + 20, RECT[0] + RECT[2] - 20, 15):
+        for y in np.linspace(RECT[1] + 20, RECT[1] + RECT[3] - 20, 15):
+            pts = np.vstack([geom.control, geom.frame_points, geom.sites])
+            d = float(np.min(np.linalg.norm(pts - (x, y), axis=1)))
+            if d > best_d:
+                best, best_d = (float(x), float(y)), d
+    assert best_d > 20.0
+    return best
+
+
+def test_modal_navigate_drag_release_and_escape(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    before = key_values(ps_ob, data)
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    view = _view(pc, ps_ob, space)
+    xy0 = _free_xy(pc, ps_ob, space, view)
+    xy1 = (xy0[0] + 25.0, xy0[1] - 15.0)
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=xy0)) == {"PASS_THROUGH"}  # waiting: the UI stays usable
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op._dragging
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    p1 = view.to_pose(np.array(xy1))
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p1), atol=1e-6)
+    assert np.allclose(pc.state_of(ps_ob).cursor, p1)
+    assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert np.allclose(key_values(ps_ob, data), before, atol=0.0) and pc.state_of(ps_ob).cursor is None
+
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", xy1)) == {"FINISHED"}
+    assert np.allclose(op.position, p1)  # the result is the operator's property (redo / repeat)
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p1), atol=1e-6)
+
+    op = fake_op("pose_space_navigate", ps_ob, space)  # right-click cancels too
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("RIGHTMOUSE", "PRESS", xy0)) == {"CANCELLED"}
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p1), atol=1e-6)
+
+
+def _bone_state(ob) -> np.ndarray:
+    out = []
+    for attr, size in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3), ("scale", 3)):
+        buf = np.empty(len(ob.pose.bones) * size, dtype=np.float32)
+        ob.pose.bones.foreach_get(attr, buf)
+        out.append(buf)
+    return np.concatenate(out)
+
+
+def test_armature_navigate_and_escape(scene, data, pc):
+    """An armature's pose space poses its bones; ESC during a drag puts every bone back."""
+    pc.forget_states()
+    ob, frames, _ = make_armature(n_frames=40)
+    ps_ob, _, _ = data.build(ob, scene)
+    assert ps_ob == ob
+    space = data.load_space(ob)
+    before = _bone_state(ob)
+    p = space.positions[10]
+    assert bpy.ops.anim_signals.pose_space_navigate(position=tuple(p)) == {"FINISHED"}
+    posed = _bone_state(ob)
+    assert np.abs(posed - before).max() > 1e-3
+    assert bpy.ops.anim_signals.pose_space_navigate(position=tuple(p)) == {"FINISHED"}
+    assert np.array_equal(_bone_state(ob), posed)  # the same point, the same pose
+    op = fake_op("pose_space_navigate", ob, space)
+    xy0 = _free_xy(pc, ob, space, _view(pc, ob, space))
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, ev("MOUSEMOVE", xy=(xy0[0] + 40.0, xy0[1]))) == {"RUNNING_MODAL"}
+    assert np.abs(_bone_state(ob) - posed).max() > 1e-4
+    assert op.modal(bpy.context, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert np.array_equal(_bone_state(ob), posed)
+
+
+def test_modal_view_zoom_pan_and_leaving(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    view = _view(pc, ps_ob, space)
+    st = pc.state_of(ps_ob)
+    xy = (RECT[0] + 100.0, RECT[1] + 80.0)
+    p = view.to_pose(np.array(xy))
+    assert op.modal(ctx, ev("WHEELUPMOUSE", "PRESS", xy)) == {"RUNNING_MODAL"}
+    assert math.isclose(st.scale, view.scale * pc.ZOOM_STEP)
+    assert np.allclose(_view(pc, ps_ob, space).to_pose(np.array(xy)), p)  # zoom about the mouse
+    assert op.modal(ctx, ev("WHEELDOWNMOUSE", "PRESS", (2000.0, 5.0))) == {"PASS_THROUGH"}  # outside
+    assert op.modal(ctx, ev("MIDDLEMOUSE", "PRESS", xy)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=(xy[0] + 30.0, xy[1]))) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("MIDDLEMOUSE", "RELEASE", (xy[0] + 30.0, xy[1]))) == {"RUNNING_MODAL"}
+    assert np.allclose(_view(pc, ps_ob, space).to_pose(np.array((xy[0] + 30.0, xy[1]))), p)  # content followed
+    assert not op._dragging and op._panning is None
+    # a click outside the canvas ends the tool and goes on to what was clicked
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", (2000.0, 5.0))) == {"CANCELLED", "PASS_THROUGH"}
+    # Frame All
+    assert bpy.ops.anim_signals.pose_space_view_all() == {"FINISHED"}
+    assert st.scale is None and st.center is None
+
+
+def _pixel_of(view, point):
+    return tuple(float(v) for v in view.to_pixels(np.asarray(point, dtype=float)))
+
+
+def test_modal_edit_time_escape_restores_and_release_commits(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    tok, before = token(ps_ob, data), key_values(ps_ob, data)
+    view = _view(pc, ps_ob, space)
+    j = space.k // 2
+    # pick a control point that hit-testing resolves to itself (control points win over frames)
+    geom = pc.canvas_geometry_for(ctx, ps_ob, space, RECT)
+    hit = pc.cv.hit_test(geom, geom.control[j])
+    assert hit.kind == "CONTROL_POINT"
+    j = hit.index
+    xy0 = _pixel_of(view, space.time.control[j])
+    xy1 = (xy0[0] + 30.0, xy0[1] + 12.0)
+
+    op = fake_op("pose_space_edit_time", ps_ob, space)
+    free = _free_xy(pc, ps_ob, space, view)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", free)) == {"RUNNING_MODAL"} and not op._dragging  # missed
+    assert any("control point" in m for _, m in op.reports)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op._dragging and op.index == j
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    preview = pc.state_of(ps_ob).preview
+    assert preview is not None and np.allclose(preview.time.control[j], view.to_pose(np.array(xy1)), atol=1e-9)
+    assert token(ps_ob, data) == tok  # nothing stored during the drag
+    assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert pc.state_of(ps_ob).preview is None and token(ps_ob, data) == tok
+    assert np.array_equal(key_values(ps_ob, data), before)
+
+    op = fake_op("pose_space_edit_time", ps_ob, space)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", xy1)) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    assert token(ps_ob, data) != tok and pc.state_of(ps_ob).preview is None
+    assert np.allclose(new.time.control[j], view.to_pose(np.array(xy1)), atol=1e-9)
+    assert np.allclose(op.position, new.time.control[j]) and op.index == j
+    u0, u1 = space.time.support(j)
+    outside = (space.time.params <= u0) | (space.time.params >= u1)
+    assert np.abs(_frame_values(new)[outside] - _frame_values(space)[outside]).max() < 1e-9
+
+
+def test_modal_pin_escape_restores_and_release_commits(scene, data, tmp_path, pc, core):
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    tok = token(ps_ob, data)
+    view = _view(pc, ps_ob, space)
+    geom = pc.canvas_geometry_for(ctx, ps_ob, space, RECT)
+    # a frame whose dot is not covered by a control point
+    i = next(i for i in range(space.n) if pc.cv.hit_test(geom, geom.frame_points[i]).kind == "FRAME"
+             and pc.cv.hit_test(geom, geom.frame_points[i]).index == i)
+    xy0 = _pixel_of(view, space.positions[i])
+    path = [(xy0[0] + 8.0 * s, xy0[1] - 5.0 * s) for s in range(1, 6)]
+
+    op = fake_op("pose_space_pin", ps_ob, space)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op.frame == i
+    for xy in path:
+        assert op.modal(ctx, ev("MOUSEMOVE", xy=xy)) == {"RUNNING_MODAL"}
+    preview = pc.state_of(ps_ob).preview
+    assert preview is not None and np.allclose(preview.positions[i], view.to_pose(np.array(path[-1])), atol=1e-9)
+    assert op.modal(ctx, ev("RIGHTMOUSE", "PRESS")) == {"CANCELLED"}
+    assert token(ps_ob, data) == tok and pc.state_of(ps_ob).preview is None
+
+    op = fake_op("pose_space_pin", ps_ob, space)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"}
+    for xy in path:
+        op.modal(ctx, ev("MOUSEMOVE", xy=xy))
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", path[-1])) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    target = view.to_pose(np.array(path[-1]))
+    assert set(new.pins) == {i} and np.allclose(new.positions[i], target, atol=1e-9)
+    assert np.allclose(new.pins[i], op.position) and not op.clear
+    start = space.positions.copy()
+    start[i] = new.positions[i]
+    assert core.stress(new.positions, new.latent) <= core.stress(start, space.latent) + 1e-12
+
+
+def test_modal_sketch(scene, data, tmp_path, pc):
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    tok = token(ps_ob, data)
+    view = _view(pc, ps_ob, space)
+    cx, cy = RECT[0] + RECT[2] / 2, RECT[1] + RECT[3] / 2
+    a = np.linspace(0.0, 1.5 * np.pi, 30)
+    pts = [(cx + 90.0 * math.cos(t), cy + 70.0 * math.sin(t)) for t in a]
+
+    op = fake_op("pose_space_sketch", ps_ob, space, frames=30)
+    assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", pts[0])) == {"RUNNING_MODAL"}
+    for xy in pts[1:10]:
+        op.modal(ctx, ev("MOUSEMOVE", xy=xy))
+    assert pc.state_of(ps_ob).stroke is not None and len(pc.state_of(ps_ob).stroke) == 10
+    assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert pc.state_of(ps_ob).stroke is None and token(ps_ob, data) == tok
+
+    op = fake_op("pose_space_sketch", ps_ob, space, frames=30)
+    op.modal(ctx, ev("LEFTMOUSE", "PRESS", pts[0]))
+    for xy in pts[1:]:
+        op.modal(ctx, ev("MOUSEMOVE", xy=xy))
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", pts[-1])) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    assert new.time.frames.size == 30 and len(op.stroke) >= 2
+    assert np.allclose(new.time.evaluate(np.array([1.0]))[0], view.to_pose(np.array(pts[0])), atol=1e-9)
+    assert np.allclose(new.time.evaluate(np.array([30.0]))[0], view.to_pose(np.array(pts[-1])), atol=1e-9)
+    assert pc.state_of(ps_ob).stroke is None
+
+    op = fake_op("pose_space_sketch", ps_ob, space)  # a click without a stroke changes nothing
+    tok = token(ps_ob, data)
+    op.modal(ctx, ev("LEFTMOUSE", "PRESS", pts[0]))
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", pts[0])) == {"CANCELLED"}
+    assert token(ps_ob, data) == tok
+
+
+# ----------------------------------------------------------------------------------------------
+# speed of one navigate update on the shared horse (8,431 vertices, 48 frames)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.shared_data
+def test_navigate_latency_on_the_horse(scene, data, pc, capsys):
+    pc2 = shared_data("mesh", "horse_gallop", "horse_gallop.pc2")
+    obj = shared_data("mesh", "horse_gallop", "horse_gallop_reference.obj")
+    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshcache")
+    samples, _, _ = meshcache.read_pc2(pc2)
+    faces = np.array([[int(v.split("/")[0]) - 1 for v in line.split()[1:4]]
+                      for line in obj.read_text().splitlines() if line.startswith("f ")])
+    me = bpy.data.meshes.new("horse")
+    me.from_pydata(samples[0].tolist(), [], faces.tolist())
+    me.update()
+    ob = bpy.data.objects.new("horse", me)
+    scene.collection.objects.link(ob)
+    mod = ob.modifiers.new("cache", "MESH_CACHE")
+    mod.cache_format, mod.filepath, mod.frame_start = "PC2", str(pc2), 1.0
+    n = samples.shape[0]
+    ps_ob, space, _ = data.build(ob, scene, frame_start=1, frame_end=n)
+    bpy.context.view_layer.objects.active = ps_ob
+    rng = np.random.default_rng(0)
+    lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
+    pts = lo + (hi - lo) * rng.random((200, 2))
+    pc.navigate_latency(ps_ob, space, pts[:10])  # warm the caches
+    ms = pc.navigate_latency(ps_ob, space, pts)
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    t0 = time.perf_counter()
+    for p in pts[:50]:
+        data.apply_position(ps_ob, space, p)
+        depsgraph.update()
+    ms_eval = 1e3 * (time.perf_counter() - t0) / 50
+    p = pts[-1]
+    data.apply_position(ps_ob, space, p)
+    assert np.abs(evaluated_coords(ps_ob) - space.at(p)).max() < 1e-4
+    with capsys.disabled():
+        print(f"\n[horse {len(me.vertices)} vertices, m {space.m}, l {space.l}] navigate update "
+              f"(TPS + {space.m} shape-key values): {ms:.3f} ms; with Blender's depsgraph blend: {ms_eval:.3f} ms")
+    assert ms < 5.0
