@@ -469,10 +469,13 @@ def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> 
     t = centripetal_params(p)
     knots = piegl_tiller_knots(t, int(k))
     b = bspline.design_matrix(knots, t, DEGREE)
-    if k == n + 2:
-        a = np.vstack([b, _end_second_derivative_rows(knots, k)])
-        rhs = np.vstack([p, np.zeros((2, 2))])
-        control = np.linalg.solve(a, rhs)
+    if k > n:
+        # more control points than frames: natural end conditions (f'' = 0 at the ends) take up the
+        # spare freedom (a minimum-norm solution would throw control points far out)
+        ends = _end_second_derivative_rows(knots, k)[: k - n]
+        a = np.vstack([b, ends])
+        rhs = np.vstack([p, np.zeros((k - n, 2))])
+        control = np.linalg.lstsq(a, rhs, rcond=None)[0]
     else:
         control, *_ = np.linalg.lstsq(b, p, rcond=None)
     return TimeSignal(control, knots, t, frames)
@@ -830,7 +833,7 @@ def build_pose_space(
         assert tolerance is not None
         budget = (tolerance**2) * n * rows - residual
         k_use = n + 2
-        for cand in range(DEGREE + 1, n + 3):
+        for cand in [*range(DEGREE + 1, n + 1), n + 2]:  # n + 1 adds nothing over n but conditioning trouble
             tsig = fit_time_signal(positions, cand, frames_arr)
             err = float(np.sum((x - pose.evaluate(tsig.evaluate(frames_arr))) ** 2))
             if err <= budget:

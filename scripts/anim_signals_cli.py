@@ -617,7 +617,207 @@ def add_compare_parser(sub):
     p.set_defaults(func=cmd_compare)
 
 
-COMMANDS = [add_fit_parser, add_loop_parser, add_blend_parser, add_compare_parser]
+# --------------------------------------------------------------------------------------------------
+# pose space (Cashman-Hormann): pose-build, pose-resample, pose-bake
+
+
+def _pose_ops_ready() -> None:
+    try:
+        be.enable_extension()
+    except Exception as ex:
+        raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
+    bpy = be.import_bpy()
+    for op in ("build_pose_space", "pose_space_resample", "pose_space_bake"):
+        if op not in dir(bpy.ops.anim_signals):
+            raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
+
+
+def load_pose_input(path: str, pc2: str | None):
+    """The objects to build from: a .blend's animated meshes/armatures, a BVH's armature, or an OBJ
+    played by a PC2/MDD cache (Mesh Cache modifier, frame 0 = sample 0)."""
+    bpy = be.import_bpy()
+    if not os.path.isfile(path):
+        raise CliError(f"no such file: {path}")
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".obj":
+        if not pc2:
+            raise CliError("an .obj input needs --cache FILE.pc2|.mdd (the vertex animation)")
+        if not os.path.isfile(pc2):
+            raise CliError(f"no such file: {pc2}")
+        be.clear_scene()
+        before = set(bpy.data.objects)
+        bpy.ops.wm.obj_import(filepath=os.path.abspath(path))
+        meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
+        if not meshes:
+            raise CliError(f"{path}: no mesh imported")
+        ob = meshes[0]
+        mod = ob.modifiers.new("MeshCache", "MESH_CACHE")
+        fmt = os.path.splitext(pc2)[1].lower()
+        mod.cache_format = "PC2" if fmt == ".pc2" else "MDD"
+        mod.filepath = os.path.abspath(pc2)
+        mod.frame_start = 0.0
+        return [ob]
+    if pc2:
+        raise CliError("--cache goes with an .obj input")
+    if ext == ".bvh":
+        return load_input(path)
+    if ext == ".blend":
+        load_input(path)
+        return [o for o in bpy.context.scene.objects if o.type in {"MESH", "ARMATURE"}]
+    raise CliError(f"unsupported input {path!r}: expected .blend, .bvh, or .obj with --cache")
+
+
+def _pick(objects, names: str, what: str):
+    if not names:
+        return objects
+    wanted = [n.strip() for n in names.split(",") if n.strip()]
+    have = {o.name: o for o in objects}
+    missing = [n for n in wanted if n not in have]
+    if missing:
+        raise CliError(f"no {what} named {', '.join(missing)} (have: {', '.join(have) or 'none'})")
+    return [have[n] for n in wanted]
+
+
+def _pose_summary(scene) -> str:
+    r = scene.anim_signals.last_pose_space
+    units = " deg" if r.error_units == "deg" else ""
+    return (f"{r.object_name}: n {r.n}, k {r.k}, l {r.l}, m {r.m}; error RMS {r.rms_error:.4g}{units}, "
+            f"max {r.max_error:.4g}{units}; {r.seconds:.2f} s")
+
+
+def cmd_pose_build(args) -> int:
+    bpy = be.import_bpy()
+    objects = _pick(load_pose_input(args.input, args.cache), args.objects, "object")
+    _pose_ops_ready()
+    params = dict(exact=args.exact, tolerance=args.tolerance, k=args.k, l=args.l, m=args.m, frame_step=args.step)
+    if args.start is not None or args.end is not None:
+        if args.start is None or args.end is None:
+            raise CliError("--start and --end go together")
+        params.update(range_mode="CUSTOM", frame_start=args.start, frame_end=args.end)
+    built = []
+    failures = 0
+    for ob in objects:
+        try:
+            _run_operator(bpy.ops.anim_signals.build_pose_space, ob.name, ob, **params)
+        except CliError as ex:
+            if len(objects) == 1 or ex.code != 1:
+                raise
+            print(f"skipped {ob.name}: {ex}", file=sys.stderr)
+            failures += 1
+            continue
+        print("  " + _pose_summary(bpy.context.scene), flush=True)
+        built.append(bpy.context.scene.anim_signals.last_pose_space.object_name)
+    if not built:
+        raise CliError("no pose space was built", code=1)
+    if args.png:
+        _pose_png(built[0], args.png)
+    print(f"saved {save(args.out or default_out(args.input, '_posespace'))}")
+    return 1 if failures else 0
+
+
+def _pose_png(object_name: str, path: str) -> None:
+    """The canvas of one pose space as a PNG (no gpu: the geometry lists through the rasteriser)."""
+    bpy = be.import_bpy()
+    mod = next((m for n, m in sys.modules.items() if n.endswith(".operators.pose_space")), None)
+    if mod is None:
+        raise CliError("the extension's pose-space module is not loaded", code=1)
+    import importlib
+
+    canvas = importlib.import_module(mod.__name__.rsplit(".operators", 1)[0] + ".anim_signals.canvas")
+    space = mod.load_space(bpy.data.objects[object_name])
+    view = canvas.fit_space_view(space, 900, 600)
+    out = canvas.render_png(canvas.canvas_geometry(space, view), os.path.abspath(path))
+    print(f"wrote {out}")
+
+
+def _space_targets(args):
+    bpy = be.import_bpy()
+    if not os.path.isfile(args.input) or not args.input.lower().endswith(".blend"):
+        raise CliError(f"{args.input}: expected a .blend saved by pose-build")
+    load_input(args.input)
+    _pose_ops_ready()
+    mod = next((m for n, m in sys.modules.items() if n.endswith(".operators.pose_space")), None)
+    spaces = [o for o in bpy.data.objects if mod is not None and mod.space_object(o) is o]
+    if not spaces:
+        raise CliError(f"{args.input} holds no pose space (run pose-build first)")
+    return _pick(spaces, args.objects, "pose space")
+
+
+def cmd_pose_resample(args) -> int:
+    bpy = be.import_bpy()
+    chosen = [x for x in (args.speed is not None, args.frames is not None, args.fps_to is not None) if x]
+    if len(chosen) != 1:
+        raise CliError("give exactly one of --speed, --frames, --fps-to")
+    if args.speed is not None:
+        params = dict(mode="SPEED", speed=args.speed)
+    elif args.frames is not None:
+        params = dict(mode="FRAME_COUNT", frame_count=args.frames)
+    else:
+        params = dict(mode="FRAME_RATE", fps_to=args.fps_to, fps_from=args.fps_from or 0.0)
+    for ob in _space_targets(args):
+        _run_operator(bpy.ops.anim_signals.pose_space_resample, ob.name, ob, bake=True, **params)
+        r = bpy.context.scene.anim_signals.last_pose_space
+        print(f"  {ob.name}: resampled, baked frames {r.bake_frame_start}-{r.bake_frame_end} "
+              f"({r.baked_action or 'shape-key values'})", flush=True)
+    print(f"saved {save(args.out or default_out(args.input, '_resampled'))}")
+    return 0
+
+
+def cmd_pose_bake(args) -> int:
+    bpy = be.import_bpy()
+    for ob in _space_targets(args):
+        _run_operator(bpy.ops.anim_signals.pose_space_bake, ob.name, ob)
+        r = bpy.context.scene.anim_signals.last_pose_space
+        print(f"  {ob.name}: baked frames {r.bake_frame_start}-{r.bake_frame_end} "
+              f"({r.baked_action or 'shape-key values'})", flush=True)
+    print(f"saved {save(args.out or default_out(args.input, '_baked'))}")
+    return 0
+
+
+def add_pose_build_parser(sub):
+    p = sub.add_parser("pose-build", help="build a pose space (time, pose and shape signals; Cashman-Hormann)",
+                       description="Build a pose space with bpy.ops.anim_signals.build_pose_space for every animated "
+                                   "mesh / armature (or --objects).")
+    p.add_argument("input", help=".blend, .bvh, or .obj with --cache")
+    p.add_argument("--cache", default=None, help="PC2 or MDD vertex animation for an .obj input")
+    p.add_argument("--objects", default="", help="comma-separated object names (default: all candidates)")
+    p.add_argument("--exact", action="store_true", help="reproduce every frame (k - 2 = l = m + 1 = n)")
+    p.add_argument("--tolerance", type=float, default=0.0, help="RMS error per vertex (0: automatic)")
+    p.add_argument("--k", type=int, default=0, help="time-signal control points (0: from the tolerance)")
+    p.add_argument("--l", type=int, default=0, help="pose-signal sites (0: from the tolerance)")
+    p.add_argument("--m", type=int, default=0, help="shape components (0: from the tolerance)")
+    p.add_argument("--start", type=int, default=None, help="first frame read (with --end)")
+    p.add_argument("--end", type=int, default=None, help="last frame read")
+    p.add_argument("--step", type=int, default=1, help="read every step-th frame")
+    p.add_argument("--png", default="", help="also write the canvas (pose space) as this PNG")
+    p.add_argument("--out", default="", help="output .blend (default <input name>_posespace.blend here)")
+    p.set_defaults(func=cmd_pose_build)
+
+
+def add_pose_resample_parser(sub):
+    p = sub.add_parser("pose-resample", help="re-time a pose space (slow motion, speed-up, frame-rate conversion)",
+                       description="Resample and bake with bpy.ops.anim_signals.pose_space_resample.")
+    p.add_argument("input", help="a .blend saved by pose-build")
+    p.add_argument("--objects", default="", help="comma-separated pose-space objects (default: all)")
+    p.add_argument("--speed", type=float, default=None, help="playback speed factor (0.5 = slow motion)")
+    p.add_argument("--frames", type=int, default=None, help="new number of frames")
+    p.add_argument("--fps-to", type=float, default=None, help="convert to this frame rate")
+    p.add_argument("--fps-from", type=float, default=None, help="from this frame rate (default: the scene's)")
+    p.add_argument("--out", default="", help="output .blend (default <input name>_resampled.blend here)")
+    p.set_defaults(func=cmd_pose_resample)
+
+
+def add_pose_bake_parser(sub):
+    p = sub.add_parser("pose-bake", help="bake a pose space to keys on every frame",
+                       description="Bake with bpy.ops.anim_signals.pose_space_bake.")
+    p.add_argument("input", help="a .blend saved by pose-build")
+    p.add_argument("--objects", default="", help="comma-separated pose-space objects (default: all)")
+    p.add_argument("--out", default="", help="output .blend (default <input name>_baked.blend here)")
+    p.set_defaults(func=cmd_pose_bake)
+
+
+COMMANDS = [add_fit_parser, add_loop_parser, add_blend_parser, add_compare_parser, add_pose_build_parser,
+            add_pose_resample_parser, add_pose_bake_parser]
 
 
 def build_parser():

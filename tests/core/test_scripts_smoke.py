@@ -300,3 +300,60 @@ def test_benchmark_pose_space_quick(tmp_path):
     exact = [e for e in res["errors"] if e["k"] - 2 == e["l"] == e["m"] + 1]
     assert exact and all(e["max"] < 1e-5 for e in exact)
     assert all(r["blender_check_max_abs"] < 1e-4 for r in res["latency"] if "blender_check_max_abs" in r)
+
+
+def _tiny_obj_and_pc2(folder):
+    """A 6 x 4 grid bending over 12 frames, as an OBJ and a PC2 cache (generated; no shared data)."""
+    import numpy as np
+
+    from anim_signals.meshcache import write_pc2
+
+    u, v = np.meshgrid(np.linspace(0, 1, 6), np.linspace(0, 1, 4))
+    base = np.column_stack([u.ravel(), v.ravel(), np.zeros(u.size)])
+    lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in base]
+    for r in range(3):
+        for c in range(5):
+            a = r * 6 + c + 1
+            lines.append(f"f {a} {a + 1} {a + 7} {a + 6}")
+    (folder / "grid.obj").write_text("\n".join(lines) + "\n")
+    frames = []
+    for i in range(12):
+        w = np.sin(2 * np.pi * i / 12)
+        p = base.copy()
+        p[:, 2] = 0.3 * w * p[:, 0] ** 2 + 0.1 * np.cos(2 * np.pi * i / 12) * p[:, 1]
+        frames.append(p)
+    write_pc2(folder / "grid.pc2", np.array(frames))
+    return folder / "grid.obj", folder / "grid.pc2"
+
+
+def test_pose_cli_arguments():
+    cli = _load_cli()
+    args = cli.build_parser().parse_args(["pose-build", "a.obj", "--cache", "a.pc2", "--exact", "--png", "c.png"])
+    assert args.cache == "a.pc2" and args.exact and args.png == "c.png" and args.k == 0
+    args = cli.build_parser().parse_args(["pose-resample", "a.blend", "--speed", "0.5"])
+    assert args.speed == 0.5 and args.frames is None
+
+
+@needs_bpy
+def test_pose_cli_build_resample_bake(tmp_path):
+    obj, pc2 = _tiny_obj_and_pc2(tmp_path)
+    out = tmp_path / "grid_ps.blend"
+    r = run(CLI, "pose-build", obj, "--cache", pc2, "--exact", "--png", tmp_path / "canvas.png", "--out", out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    # exact: k - 2 = l = n = 12 (m is the sequence's rank, 6 here); the error is at rounding level
+    import re
+
+    got = re.search(r"n (\d+), k (\d+), l (\d+), m (\d+); error RMS ([0-9.e+-]+)", r.stdout)
+    assert got, r.stdout
+    n, k, ell = (int(got.group(i)) for i in (1, 2, 3))
+    assert (n, k, ell) == (12, 14, 12) and float(got.group(5)) < 1e-6
+    assert out.exists() and (tmp_path / "canvas.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    r = run(CLI, "pose-resample", out, "--speed", "0.5", "--out", tmp_path / "slow.blend")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "baked frames 0-22" in r.stdout  # 12 frames (0-11) at half speed: 23 frames
+    r = run(CLI, "pose-bake", out, "--out", tmp_path / "baked.blend")
+    assert r.returncode == 0 and (tmp_path / "baked.blend").exists(), r.stderr[-2000:]
+    r = run(CLI, "pose-resample", out, "--speed", "0.5", "--frames", "10")
+    assert r.returncode == 2 and "exactly one" in r.stderr
+    r = run(CLI, "pose-build", obj)
+    assert r.returncode == 2 and "--cache" in r.stderr
