@@ -217,10 +217,12 @@ def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
 
 
-def _unique_rows(a: np.ndarray, tol: float = 1e-12) -> np.ndarray:
+def _unique_rows(a: np.ndarray, tol: float = 1e-6) -> np.ndarray:
+    """Rows closer than ``tol`` x the layout's extent merged (first kept): near-coincident sites
+    make the thin-plate system ill-conditioned and the surface between them wild."""
     if a.shape[0] < 2:
         return a
-    scale = max(1.0, float(np.abs(a).max()))
+    scale = max(1e-300, float(np.ptp(a, axis=0).max()))
     keep = [0]
     for i in range(1, a.shape[0]):
         if np.min(np.linalg.norm(a[keep] - a[i], axis=1)) > tol * scale:
@@ -245,9 +247,9 @@ def greedy_site_order(p: np.ndarray, x: np.ndarray, *, count: int | None = None)
     dist = np.linalg.norm(off_plane, axis=1)
     candidates = list(np.argsort(-dist, kind="stable"))
     order: list[int] = []
-    scale = max(1.0, float(np.abs(p).max()))
+    scale = max(1e-300, float(np.ptp(p, axis=0).max()))
     for i in candidates:  # the first sites must span the plane (the affine part needs 3 non-collinear)
-        if order and np.min(np.linalg.norm(p[order] - p[i], axis=1)) <= 1e-9 * scale:
+        if order and np.min(np.linalg.norm(p[order] - p[i], axis=1)) <= 1e-6 * scale:
             continue  # a repeated pose (same position) adds nothing
         trial = order + [int(i)]
         if len(trial) <= 2 or _spread(p[trial]):
