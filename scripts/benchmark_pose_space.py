@@ -6,7 +6,8 @@ Run from the repository root with the project's venv python::
     .venv/bin/python scripts/benchmark_pose_space.py            # horse (if ../shared/data), cylinder, cloth flag
     .venv/bin/python scripts/benchmark_pose_space.py --quick    # fewer settings and repeats
 
-Writes ``out/benchmark_pose_space/benchmark_pose_space.md`` and ``.json`` (``--out`` changes the folder).
+Writes ``out/benchmark_pose_space/benchmark_pose_space.md`` and ``.json`` and one canvas PNG per sequence
+(``canvas_<sequence>.png``, drawn without the GPU) (``--out`` changes the folder).
 
 Sequences: the Sumner–Popović horse gallop (``../shared/data/mesh/horse_gallop``: 48 frames x 8,431
 vertices, read with ``anim_signals.meshcache``), a generated twisting cylinder, and a cloth flag baked
@@ -43,6 +44,7 @@ be.add_core_to_path()
 
 import numpy as np  # noqa: E402
 
+from anim_signals import canvas  # noqa: E402
 from anim_signals import posespace as ps  # noqa: E402
 from anim_signals.meshcache import read_pc2  # noqa: E402
 
@@ -335,6 +337,9 @@ def markdown(res: dict) -> str:
               "| sequence | method | RMS | max |", "|---|---|---:|---:|"]
     for r in res["conversion"]:
         lines.append(f"| {r['sequence']} | {r['method']} | {fmt(r['rms'])} | {fmt(r['max'])} |")
+    if res.get("canvases"):
+        lines += ["", "Canvases (pose space at 0.2 % of the object size, as `build_pose_space` defaults): " +
+                  ", ".join(f"`{c}`" for c in res["canvases"])]
     lines += ["", "## Goals", ""]
     lines += [f"- {g}" for g in res["goals"]]
     return "\n".join(lines) + "\n"
@@ -403,6 +408,14 @@ def main(argv=None) -> int:
     res["goals"] = goals(res)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    res["canvases"] = []
+    for name, z, _ in seqs:  # the pose space of each sequence as the canvas draws it (no GPU)
+        space = ps.build_pose_space(z, tolerance=0.002 * float(np.ptp(z.reshape(z.shape[0], -1, 3), axis=(0, 1)).max()))
+        view = canvas.fit_space_view(space, 900, 600)
+        png = out / f"canvas_{name.replace(' ', '_')}.png"
+        canvas.render_png(canvas.canvas_geometry(space, view, current_time=float(space.frames[len(space.frames) // 3])),
+                          png)
+        res["canvases"].append(png.name)
     md = markdown(res)
     (out / "benchmark_pose_space.md").write_text(md)
     (out / "benchmark_pose_space.json").write_text(json.dumps(res, indent=1, default=float))
