@@ -1127,6 +1127,14 @@ def _draw_callback() -> None:
         draw_geometry(geom, rect, (float(region.width), float(region.height)), scale)
     except (ValueError, ReferenceError):  # a model being rebuilt, a removed object: skip this redraw
         return
+    except Exception as err:  # noqa: BLE001  a drawing bug must not break the sidebar: report it once
+        global _draw_error
+        if _draw_error != repr(err):
+            _draw_error = repr(err)
+            print(f"Anim Signals: drawing the pose-space canvas failed: {err!r} (the tools still work)")
+
+
+_draw_error = ""
 
 
 # --------------------------------------------------------------------------------------------------
