@@ -19,6 +19,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 from ..anim_signals import FitCancelled, iter_fit_channels
 from ..anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
 from . import bridge
+from ._stepwise import StepwiseModal
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
 JOINT_ERROR_SAMPLES = 48
@@ -405,7 +406,7 @@ FIT_SETTINGS = (
 )
 
 
-class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
+class ANIM_SIGNALS_OT_fit_latent_spline(StepwiseModal, bpy.types.Operator):
     """Replace dense keys (mocap, baked animation) with a few exact Bezier keys on optimally placed frames, every original frame within the max error"""
 
     bl_idname = "anim_signals.fit_latent_spline"
@@ -514,9 +515,11 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
     )
 
     STEP_SECONDS = 0.08  # optimiser work per timer event, so the UI stays responsive to ESC
-    _timer = None
-    _gen = None
-    _plan = None
+    STATUS_TEXT = "Fitting spline... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Fit cancelled: nothing changed"
+    REMOVED_TEXT = "The animated data was removed during the fit: nothing written"
+    FAILED_PREFIX = "Fit failed: "
+    FAILURES = (ValueError, FitCancelled)
     _t0 = 0.0
 
     @classmethod
@@ -609,57 +612,8 @@ class ANIM_SIGNALS_OT_fit_latent_spline(bpy.types.Operator):
         plan = self._plan_or_report(context)
         if plan is None:
             return {"CANCELLED"}
-        self._plan = plan
-        self._gen = iter_plan(plan, **self._fit_options())
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.02, window=context.window)
-        wm.modal_handler_add(self)
-        if context.workspace is not None:
-            context.workspace.status_text_set("Fitting spline... Esc / right-click to cancel")
-        return {"RUNNING_MODAL"}
+        return self.start_stepping(context, plan, iter_plan(plan, **self._fit_options()))
 
-    def _cleanup(self, context) -> None:
-        wm = context.window_manager
-        if self._timer is not None:
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        wm.progress_end()
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
-        if self._gen is not None:
-            self._gen.close()
-            self._gen = None
-
-    def modal(self, context, event):
-        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
-            self._cleanup(context)
-            self.report({"WARNING"}, "Fit cancelled: nothing changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}  # block other input while the fit runs (ESC cancels)
-        assert self._gen is not None and self._plan is not None
-        deadline = time.perf_counter() + self.STEP_SECONDS
-        try:
-            while True:  # at least one step per timer event, then until the time slice is used
-                frac = next(self._gen)
-                context.window_manager.progress_update(int(100 * frac))
-                if time.perf_counter() >= deadline:
-                    break
-        except StopIteration:
-            plan = self._plan
-            self._gen = None
-            self._cleanup(context)
-            try:
-                return self._finish(context, plan)
-            except ReferenceError:
-                self.report({"ERROR"}, "The animated data was removed during the fit: nothing written")
-                return {"CANCELLED"}
-        except (ValueError, FitCancelled) as err:
-            self._cleanup(context)
-            self.report({"ERROR"}, f"Fit failed: {err}")
-            return {"CANCELLED"}
-        return {"RUNNING_MODAL"}
 
 
 def menu_func(self, context):

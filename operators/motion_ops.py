@@ -24,6 +24,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..anim_signals import motion
 from ..anim_signals.channels import check_finite
 from . import bridge
+from ._stepwise import StepwiseModal
 
 MIN_FRAMES = 4
 CLUSTER_PROPERTY = "anim_signals_cluster"
@@ -1308,7 +1309,7 @@ class ANIM_SIGNALS_OT_blend_actions(bpy.types.Operator):
         return self.execute(context)
 
 
-class ANIM_SIGNALS_OT_compare_actions(bpy.types.Operator):
+class ANIM_SIGNALS_OT_compare_actions(StepwiseModal, bpy.types.Operator):
     """Measure how alike actions are (distances on the motion manifold), cluster them, label each action with its cluster and draw a dendrogram"""
 
     bl_idname = "anim_signals.compare_actions"
@@ -1360,9 +1361,11 @@ class ANIM_SIGNALS_OT_compare_actions(bpy.types.Operator):
     )
 
     STEP_SECONDS = 0.08  # distance work per timer event, so the UI stays responsive to ESC
-    _timer = None
-    _gen = None
-    _plan = None
+    STATUS_TEXT = "Comparing actions... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Compare cancelled: nothing changed"
+    REMOVED_TEXT = "An action was removed while comparing: nothing written"
+    FAILED_PREFIX = "Compare failed: "
+    FAILURES = (ValueError, MotionInputError)
     _t0 = 0.0
 
     def draw(self, context):
@@ -1425,57 +1428,8 @@ class ANIM_SIGNALS_OT_compare_actions(bpy.types.Operator):
         plan = self._plan_or_report(context)
         if plan is None:
             return {"CANCELLED"}
-        self._plan = plan
-        self._gen = self._iter(plan)
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.02, window=context.window)
-        wm.modal_handler_add(self)
-        if context.workspace is not None:
-            context.workspace.status_text_set("Comparing actions... Esc / right-click to cancel")
-        return {"RUNNING_MODAL"}
+        return self.start_stepping(context, plan, self._iter(plan))
 
-    def _cleanup(self, context) -> None:
-        wm = context.window_manager
-        if self._timer is not None:
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        wm.progress_end()
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
-        if self._gen is not None:
-            self._gen.close()
-            self._gen = None
-
-    def modal(self, context, event):
-        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
-            self._cleanup(context)
-            self.report({"WARNING"}, "Compare cancelled: nothing changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}  # block other input while comparing (ESC cancels)
-        assert self._gen is not None and self._plan is not None
-        deadline = time.perf_counter() + self.STEP_SECONDS
-        try:
-            while True:
-                frac = next(self._gen)
-                context.window_manager.progress_update(int(100 * frac))
-                if time.perf_counter() >= deadline:
-                    break
-        except StopIteration:
-            plan = self._plan
-            self._gen = None
-            self._cleanup(context)
-            try:
-                return self._finish(context, plan)
-            except ReferenceError:
-                self.report({"ERROR"}, "An action was removed while comparing: nothing written")
-                return {"CANCELLED"}
-        except (ValueError, MotionInputError) as err:
-            self._cleanup(context)
-            self.report({"ERROR"}, f"Compare failed: {err}")
-            return {"CANCELLED"}
-        return {"RUNNING_MODAL"}
 
 
 def menu_func(self, context):

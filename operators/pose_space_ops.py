@@ -18,6 +18,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from . import pose_space as ps
+from ._stepwise import StepwiseModal
 from .pose_space import PoseSpaceInputError
 
 SOURCE_ITEMS = [
@@ -97,7 +98,7 @@ def _poll_space(cls, context) -> bool:
     return True
 
 
-class ANIM_SIGNALS_OT_build_pose_space(bpy.types.Operator):
+class ANIM_SIGNALS_OT_build_pose_space(StepwiseModal, bpy.types.Operator):
     """Build a pose space from the active object's animation: every frame becomes a point of a 2D canvas (time, pose and shape signals), stored on a new "<name>.posespace" object (meshes) or on the armature"""
 
     bl_idname = "anim_signals.build_pose_space"
@@ -183,9 +184,10 @@ class ANIM_SIGNALS_OT_build_pose_space(bpy.types.Operator):
     )
 
     STEP_SECONDS = 0.08  # work per timer event, so the UI stays responsive to Esc
-    _timer = None
-    _gen = None
-    _plan = None
+    STATUS_TEXT = "Building pose space... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Build cancelled: nothing changed"
+    REMOVED_TEXT = "The source object was removed while building: nothing written"
+    FAILURES = (PoseSpaceInputError,)
     _t0 = 0.0
 
     @classmethod
@@ -275,58 +277,8 @@ class ANIM_SIGNALS_OT_build_pose_space(bpy.types.Operator):
         plan = self._plan_or_report(context)
         if plan is None:
             return {"CANCELLED"}
-        self._plan = plan
-        self._gen = ps.iter_build(plan)
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        self._timer = wm.event_timer_add(0.02, window=context.window)
-        wm.modal_handler_add(self)
-        if context.workspace is not None:
-            context.workspace.status_text_set("Building pose space... Esc / right-click to cancel")
-        return {"RUNNING_MODAL"}
+        return self.start_stepping(context, plan, ps.iter_build(plan))
 
-    def _cleanup(self, context) -> None:
-        wm = context.window_manager
-        if self._timer is not None:
-            wm.event_timer_remove(self._timer)
-            self._timer = None
-        wm.progress_end()
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
-        if self._gen is not None:
-            self._gen.close()  # restores the scene frame while frames are being read
-            self._gen = None
-
-    def modal(self, context, event):
-        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
-            self._cleanup(context)
-            self.report({"WARNING"}, "Build cancelled: nothing changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}  # block other input while building (Esc cancels)
-        assert self._gen is not None and self._plan is not None
-        deadline = time.perf_counter() + self.STEP_SECONDS
-        try:
-            while True:
-                frac = next(self._gen)
-                context.window_manager.progress_update(int(100 * frac))
-                if time.perf_counter() >= deadline:
-                    break
-        except StopIteration:
-            plan = self._plan
-            self._gen = None
-            self._cleanup(context)
-            try:
-                return self._finish(context, plan)
-            except ReferenceError:
-                self.report({"ERROR"}, "The source object was removed while building: nothing written")
-                return {"CANCELLED"}
-        except PoseSpaceInputError as err:
-            self._gen = None
-            self._cleanup(context)
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
-        return {"RUNNING_MODAL"}
 
 
 class ANIM_SIGNALS_OT_pose_space_resample(bpy.types.Operator):

@@ -19,6 +19,8 @@ class _FakeOp:
         self.reports: list = []
         for name in ("modal", "_cleanup", "_finish", "_fit_options", "_plan_or_report"):
             setattr(self, name, types.MethodType(getattr(cls, name), self))
+        for name in ("STATUS_TEXT", "CANCELLED_TEXT", "REMOVED_TEXT", "FAILED_PREFIX", "FAILURES"):
+            setattr(self, name, getattr(cls, name))  # the StepwiseModal texts of this operator
         props = bpy.ops.anim_signals.fit_latent_spline.get_rna_type().properties
         for prop in props:
             if prop.identifier != "rna_type":

@@ -490,6 +490,8 @@ class _FakeCompareOp:
         self.reports: list = []
         for name in ("modal", "_cleanup", "_finish", "_iter", "_plan_or_report"):
             setattr(self, name, types.MethodType(getattr(cls, name), self))
+        for name in ("STATUS_TEXT", "CANCELLED_TEXT", "REMOVED_TEXT", "FAILED_PREFIX", "FAILURES"):
+            setattr(self, name, getattr(cls, name))  # the StepwiseModal texts of this operator
         for prop in bpy.ops.anim_signals.compare_actions.get_rna_type().properties:
             if prop.identifier != "rna_type":
                 setattr(self, prop.identifier, prop.default)
