@@ -1,0 +1,314 @@
+"""Motion database: rebuild or denoise motion frame by frame from a library (Richert 2012).
+
+Per query frame (no look-ahead):
+
+1. **k-NN** (scipy cKDTree over the query channels): the k database frames closest to the query;
+   their distances are the node costs c.
+2. **Online lazy neighbourhood graph** (OLNG): a K x T ring of nodes, one column per query frame.
+   A new node p links to the predecessor s in the previous column that lies in the same clip with
+   p - b <= s <= p - a (a = 1: strictly forward in the clip; b: how far the database may run ahead
+   per query frame) and minimises the path cost sum(c) / l^2 over the path's last l <= T nodes (long
+   consistent paths win).  The cost of continuing the previous best path can be lowered (``stay``)
+   so the output keeps to one motion a little longer.
+3. **Output**: the best path's last frame, or a **synthesis** from the best I paths: weights
+   w_i = (max C - c_i) / sum_j (max C - c_j) and the pose minimising E(q) = sum_i w_i |q_i - q| (the
+   weighted geometric median, by Weiszfeld's iteration).
+
+Queries may use any subset of the channels (partial input); outputs are always full poses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Batch", "MotionDatabase", "OLNGParams", "Reconstructor", "Step", "reconstruct", "synthesize"]
+
+
+# ------------------------------------------------------------------------------------------------
+# the database
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class MotionDatabase:
+    frames: np.ndarray  # (N, D)
+    clip_starts: np.ndarray  # (C + 1,)
+    channels: list[str]
+    clip_names: list[str]
+    _trees: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_clips(cls, clips: Sequence[np.ndarray], channels: Sequence[str],
+                   names: Sequence[str] | None = None) -> MotionDatabase:
+        arrays = [np.atleast_2d(np.asarray(c, dtype=float)) for c in clips]
+        arrays = [a for a in arrays if a.shape[0] > 0]
+        if not arrays:
+            raise ValueError("the motion database is empty: no clip has frames")
+        width = len(channels)
+        for i, a in enumerate(arrays):
+            if a.shape[1] != width:
+                raise ValueError(f"clip {i} has {a.shape[1]} channels, the database {width}")
+            if not np.all(np.isfinite(a)):
+                row = int(np.argmax(~np.all(np.isfinite(a), axis=1)))
+                raise ValueError(f"clip {i} has NaN or infinite values (frame {row}): fill or drop such frames first")
+        starts = np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])]).astype(np.int64)
+        clip_names = list(names) if names is not None else [f"clip {i}" for i in range(len(arrays))]
+        return cls(np.vstack(arrays), starts, list(channels), clip_names[: len(arrays)])
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.frames.shape[0])
+
+    @property
+    def n_clips(self) -> int:
+        return int(self.clip_starts.size - 1)
+
+    def clip_of(self, indices: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.clip_starts, np.asarray(indices), side="right") - 1
+
+    def columns(self, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+        """Column indices of ``names`` (database order kept as given) and the names not in the database."""
+        where = {n: i for i, n in enumerate(self.channels)}
+        cols = [where[n] for n in names if n in where]
+        missing = [n for n in names if n not in where]
+        return np.asarray(cols, dtype=int), missing
+
+    def tree(self, cols: np.ndarray):
+        """cKDTree over the given columns (built once per column subset)."""
+        from scipy.spatial import cKDTree
+
+        key = tuple(int(c) for c in cols)
+        if key not in self._trees:
+            self._trees[key] = cKDTree(np.ascontiguousarray(self.frames[:, cols]))
+        return self._trees[key]
+
+    def to_dict(self) -> dict:
+        return {"frames": self.frames, "clip_starts": self.clip_starts, "channels": list(self.channels),
+                "clip_names": list(self.clip_names)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> MotionDatabase:
+        return cls(np.asarray(d["frames"], dtype=float), np.asarray(d["clip_starts"], dtype=np.int64),
+                   [str(c) for c in d["channels"]], [str(c) for c in d["clip_names"]])
+
+
+@dataclass(frozen=True)
+class OLNGParams:
+    k: int = 256  # neighbours per query frame (the graph's K)
+    window: int = 32  # T: query frames a path can span
+    paths: int = 50  # I: best paths used by the synthesis
+    a: int = 1  # predecessor at least a frames back in its clip (1: strictly forward)
+    b: int = 2  # ... and at most b frames back
+    stay: float = 0.0  # 0..1: the previous best path's continuation costs (1 - stay) x
+    synthesis_iterations: int = 50
+
+    def checked(self, n_frames: int) -> OLNGParams:
+        if self.k < 1 or self.window < 1 or self.paths < 1:
+            raise ValueError("k, window and paths must be at least 1")
+        if not 0 <= self.a <= self.b:
+            raise ValueError(f"index bounds need 0 <= a <= b, got a={self.a}, b={self.b}")
+        if not 0.0 <= self.stay < 1.0:
+            raise ValueError("stay must be in [0, 1)")
+        if self.k > n_frames:
+            raise ValueError(f"k = {self.k} neighbours but the database has {n_frames} frames")
+        return self
+
+
+# ------------------------------------------------------------------------------------------------
+# synthesis
+# ------------------------------------------------------------------------------------------------
+
+
+def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 50, tol: float = 1e-9) -> np.ndarray:
+    """The pose minimising sum_i w_i |q_i - q| with the seed's weights from path costs (Weiszfeld)."""
+    q = np.atleast_2d(np.asarray(poses, dtype=float))
+    c = np.asarray(costs, dtype=float).reshape(-1)
+    if q.shape[0] == 1:
+        return q[0].copy()
+    w = c.max() - c
+    total = float(w.sum())
+    w = w / total if total > 0.0 else np.full(c.size, 1.0 / c.size)
+    x = w @ q  # start at the weighted mean
+    for _ in range(iterations):
+        d = np.linalg.norm(q - x, axis=1)
+        close = d < 1e-12
+        if np.any(close & (w > 0)):
+            # at a data point: it is the minimiser when the pull of the others is no larger than its weight
+            j = int(np.argmax(close & (w > 0)))
+            others = ~close
+            pull = np.zeros_like(x) if not others.any() else (w[others, None] * (q[others] - x) / d[others, None]).sum(0)
+            if np.linalg.norm(pull) <= w[j] + 1e-15:
+                return x
+            d = np.where(close, 1e-12, d)
+        inv = w / d
+        x_new = inv @ q / inv.sum()
+        if np.linalg.norm(x_new - x) <= tol * (1.0 + np.linalg.norm(x)):
+            return x_new
+        x = x_new
+    return x
+
+
+# ------------------------------------------------------------------------------------------------
+# streaming reconstruction
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    pose: np.ndarray  # (D,) synthesis from the best paths
+    best: np.ndarray  # (D,) the best path's last database frame
+    best_index: int
+    best_length: int
+    best_cost: float
+    n_paths: int
+    seconds: dict[str, float]
+
+
+class Reconstructor:
+    """Streaming OLNG over a motion database: :meth:`step` takes one query frame."""
+
+    def __init__(self, db: MotionDatabase, params: OLNGParams | None = None,
+                 query_channels: Sequence[str] | None = None):
+        self.db = db
+        self.params = (params or OLNGParams()).checked(db.n_frames)
+        if query_channels is None:
+            self.cols = np.arange(len(db.channels))
+        else:
+            self.cols, missing = db.columns(query_channels)
+            if missing:
+                raise ValueError(f"query channels not in the database: {', '.join(missing[:8])}"
+                                 + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
+            if self.cols.size == 0:
+                raise ValueError("no query channel in common with the database")
+        self.tree = db.tree(self.cols)
+        self.clip_ids = db.clip_of(np.arange(db.n_frames))
+        self.reset()
+
+    def reset(self) -> None:
+        k, t = self.params.k, self.params.window
+        self.nodes = np.full((k, t), -1, dtype=np.int64)
+        self.cost = np.zeros((k, t))  # node cost c (k-NN distance)
+        self.path_cost = np.full((k, t), np.inf)  # sum of c over the path (last <= T nodes)
+        self.path_length = np.zeros((k, t), dtype=np.int64)
+        self.pred = np.full((k, t), -1, dtype=np.int64)  # row in the previous column
+        self.t = -1
+        self._prev_best_row = -1
+
+    def _oldest_cost(self, rows: np.ndarray, col: int) -> np.ndarray:
+        """Cost of the node T - 1 steps back along each path ending at ``rows`` of column ``col``."""
+        t_len = self.params.window
+        r = rows.copy()
+        c = col
+        for _ in range(t_len - 1):
+            r = np.where(r >= 0, self.pred[np.maximum(r, 0), c], -1)
+            c = (c - 1) % t_len
+        return np.where(r >= 0, self.cost[np.maximum(r, 0), c], 0.0)
+
+    def step(self, query: np.ndarray) -> Step:
+        p = self.params
+        q = np.asarray(query, dtype=float).reshape(-1)
+        if q.size != self.cols.size:
+            raise ValueError(f"query has {q.size} values, the query channels are {self.cols.size}")
+        if not np.all(np.isfinite(q)):
+            raise ValueError("query frame has NaN or infinite values")
+        t0 = time.perf_counter()
+        dist, idx = self.tree.query(q, k=p.k)
+        dist = np.atleast_1d(dist).astype(float)
+        idx = np.atleast_1d(idx).astype(np.int64)
+        t1 = time.perf_counter()
+
+        self.t += 1
+        col = self.t % p.window
+        prev = (col - 1) % p.window
+        cost_sum = dist.copy()
+        length = np.ones(p.k, dtype=np.int64)
+        pred = np.full(p.k, -1, dtype=np.int64)
+        if self.t > 0:
+            prev_nodes = self.nodes[:, prev]
+            ok_prev = prev_nodes >= 0
+            if ok_prev.any():
+                pn = prev_nodes[ok_prev]
+                rows = np.flatnonzero(ok_prev)
+                gap = idx[:, None] - pn[None, :]  # p - s
+                valid = (gap >= p.a) & (gap <= p.b) & (self.clip_ids[idx][:, None] == self.clip_ids[pn][None, :])
+                if valid.any():
+                    prev_sum = self.path_cost[rows, prev]
+                    prev_len = self.path_length[rows, prev]
+                    full = prev_len >= p.window  # drop the path's oldest cost to stay within T nodes
+                    drop = np.where(full, self._oldest_cost(rows, prev), 0.0)
+                    edge = np.broadcast_to(dist[:, None], valid.shape).copy()
+                    if p.stay > 0.0 and self._prev_best_row >= 0:
+                        edge[:, rows == self._prev_best_row] *= (1.0 - p.stay)
+                    new_sum = prev_sum[None, :] - drop[None, :] + edge
+                    new_len = np.minimum(prev_len + 1, p.window)[None, :]
+                    score = np.where(valid, new_sum / new_len**2, np.inf)
+                    j = np.argmin(score, axis=1)
+                    # the seed: a node with a valid predecessor always continues the cheapest path
+                    better = np.isfinite(score[np.arange(p.k), j])
+                    cost_sum = np.where(better, new_sum[np.arange(p.k), j], cost_sum)
+                    length = np.where(better, np.broadcast_to(new_len, valid.shape)[np.arange(p.k), j], length)
+                    pred = np.where(better, rows[j], -1)
+        self.nodes[:, col] = idx
+        self.cost[:, col] = dist
+        self.path_cost[:, col] = cost_sum
+        self.path_length[:, col] = length
+        self.pred[:, col] = pred
+        t2 = time.perf_counter()
+
+        scores = cost_sum / length**2
+        n_best = min(p.paths, p.k)
+        best_rows = np.argpartition(scores, n_best - 1)[:n_best] if n_best < p.k else np.arange(p.k)
+        best_rows = best_rows[np.argsort(scores[best_rows], kind="stable")]
+        top = int(best_rows[0])
+        self._prev_best_row = top
+        frames = self.db.frames[idx[best_rows]]
+        pose = synthesize(frames, scores[best_rows], p.synthesis_iterations)
+        t3 = time.perf_counter()
+        return Step(pose, self.db.frames[idx[top]].copy(), int(idx[top]), int(length[top]), float(scores[top]),
+                    int(best_rows.size), {"knn": t1 - t0, "graph": t2 - t1, "synthesis": t3 - t2})
+
+
+@dataclass
+class Batch:
+    poses: np.ndarray  # (n, D) synthesis
+    best: np.ndarray  # (n, D) best-path frames
+    best_index: np.ndarray  # (n,) database frame of the best path (-1: NaN query frame, held)
+    best_length: np.ndarray
+    best_cost: np.ndarray
+    seconds: np.ndarray  # (n, 3): k-NN, graph, synthesis
+
+
+def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
+                query_channels: Sequence[str] | None = None) -> Batch:
+    """The streaming reconstruction over a whole clip (identical to calling :meth:`Reconstructor.step`).
+
+    A query frame with NaN values (a dropped capture frame) does not update the graph: the previous
+    output is held (the first frames, before any valid one, take the first valid output).
+    """
+    rec = Reconstructor(db, params, query_channels)
+    q = np.atleast_2d(np.asarray(queries, dtype=float))
+    n, d = q.shape[0], len(db.channels)
+    poses = np.full((n, d), np.nan)
+    best = np.full((n, d), np.nan)
+    best_index = np.full(n, -1, dtype=np.int64)
+    best_length = np.zeros(n, dtype=np.int64)
+    best_cost = np.full(n, np.nan)
+    seconds = np.zeros((n, 3))
+    for i in range(n):
+        if not np.all(np.isfinite(q[i])):
+            if i > 0:
+                poses[i], best[i] = poses[i - 1], best[i - 1]
+            continue
+        s = rec.step(q[i])
+        poses[i], best[i] = s.pose, s.best
+        best_index[i], best_length[i], best_cost[i] = s.best_index, s.best_length, s.best_cost
+        seconds[i] = (s.seconds["knn"], s.seconds["graph"], s.seconds["synthesis"])
+    valid = np.flatnonzero(np.isfinite(poses[:, 0])) if d else np.array([], dtype=int)
+    if valid.size and valid[0] > 0:
+        poses[: valid[0]] = poses[valid[0]]
+        best[: valid[0]] = best[valid[0]]
+    return Batch(poses, best, best_index, best_length, best_cost, seconds)
