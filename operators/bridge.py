@@ -590,9 +590,13 @@ def add_cycles(fc: bpy.types.FCurve, mode: str = "REPEAT_OFFSET") -> None:
     fc.update()
 
 
-def write_dense(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
-    """Replace the keys of ``fc`` with one key per frame (Bezier, auto-clamped handles, which Blender
-    computes cycle-aware when the curve has a Cycles modifier): the curve passes through every value."""
+def write_dense(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray, *, linear: bool = False) -> None:
+    """Replace the keys of ``fc`` with one key per frame: the curve passes through every value.
+
+    Bezier keys with auto-clamped handles by default (Blender computes them cycle-aware when the
+    curve has a Cycles modifier); ``linear`` writes LINEAR keys (a bake: the curve stays between
+    neighbouring values).
+    """
     frames = np.asarray(frames, dtype=np.float64).ravel()
     values = np.asarray(values, dtype=np.float64).ravel()
     if frames.shape != values.shape:
@@ -606,10 +610,11 @@ def write_dense(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) ->
         kps.foreach_set("co", co)
         kps.foreach_set("handle_left", co)
         kps.foreach_set("handle_right", co)
-        auto = handle_type_values()["AUTO_CLAMPED"]
-        kps.foreach_set("handle_left_type", np.full(n, auto, dtype=np.int32))
-        kps.foreach_set("handle_right_type", np.full(n, auto, dtype=np.int32))
-        kps.foreach_set("interpolation", np.full(n, interpolation_values()["BEZIER"], dtype=np.int32))
+        handle = handle_type_values()["VECTOR" if linear else "AUTO_CLAMPED"]
+        kps.foreach_set("handle_left_type", np.full(n, handle, dtype=np.int32))
+        kps.foreach_set("handle_right_type", np.full(n, handle, dtype=np.int32))
+        interp = interpolation_values()["LINEAR" if linear else "BEZIER"]
+        kps.foreach_set("interpolation", np.full(n, interp, dtype=np.int32))
         kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
     fc.update()  # sorts and computes the auto handles
 
@@ -1171,22 +1176,5 @@ def new_fcurve(id_data: Any, action: bpy.types.Action, data_path: str, index: in
 
 
 def write_dense_linear(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
-    """Replace the keys of ``fc`` with one LINEAR key per frame (a bake: the curve passes through
-    every value and stays between neighbouring values)."""
-    frames = np.asarray(frames, dtype=np.float64).ravel()
-    values = np.asarray(values, dtype=np.float64).ravel()
-    n = frames.size
-    kps = fc.keyframe_points
-    kps.clear()
-    if n:
-        co = np.column_stack([frames, values]).astype(np.float32).ravel()
-        kps.add(n)
-        kps.foreach_set("co", co)
-        kps.foreach_set("handle_left", co)
-        kps.foreach_set("handle_right", co)
-        vec = handle_type_values()["VECTOR"]
-        kps.foreach_set("handle_left_type", np.full(n, vec, dtype=np.int32))
-        kps.foreach_set("handle_right_type", np.full(n, vec, dtype=np.int32))
-        kps.foreach_set("interpolation", np.full(n, interpolation_values()["LINEAR"], dtype=np.int32))
-        kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
-    fc.update()
+    """:func:`write_dense` with LINEAR keys (bakes)."""
+    write_dense(fc, frames, values, linear=True)
