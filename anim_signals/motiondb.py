@@ -104,7 +104,7 @@ class OLNGParams:
     a: int = 1  # predecessor at least a frames back in its clip (1: strictly forward)
     b: int = 2  # ... and at most b frames back
     stay: float = 0.0  # 0..1: the previous best path's continuation costs (1 - stay) x
-    synthesis_iterations: int = 50
+    synthesis_iterations: int = 30  # 20 Weiszfeld + up to 10 Newton steps
 
     def checked(self, n_frames: int) -> OLNGParams:
         if self.k < 1 or self.window < 1 or self.paths < 1:
@@ -123,8 +123,15 @@ class OLNGParams:
 # ------------------------------------------------------------------------------------------------
 
 
-def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 50, tol: float = 1e-9) -> np.ndarray:
-    """The pose minimising sum_i w_i |q_i - q| with the seed's weights from path costs (Weiszfeld)."""
+def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 30, tol: float = 1e-10) -> np.ndarray:
+    """The pose minimising E(q) = sum_i w_i |q_i - q| with the seed's weights from path costs.
+
+    E is the weighted geometric median.  If one of the poses is the minimiser (its weight outweighs
+    the pull of all others: w_j >= |sum_i w_i u_ij|, u unit vectors), it is returned exactly;
+    otherwise Weiszfeld's iteration with over-relaxation (step 1.8, kept only while E decreases)
+    runs from the weighted mean and Newton steps on E (H = sum w_i / d_i (I - u_i u_i^T)) finish it
+    (``iterations`` in all: at most 20 Weiszfeld steps, the rest Newton).
+    """
     q = np.atleast_2d(np.asarray(poses, dtype=float))
     c = np.asarray(costs, dtype=float).reshape(-1)
     if q.shape[0] == 1:
@@ -132,23 +139,59 @@ def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 50, tol: 
     w = c.max() - c
     total = float(w.sum())
     w = w / total if total > 0.0 else np.full(c.size, 1.0 / c.size)
-    x = w @ q  # start at the weighted mean
-    for _ in range(iterations):
-        d = np.linalg.norm(q - x, axis=1)
-        close = d < 1e-12
-        if np.any(close & (w > 0)):
-            # at a data point: it is the minimiser when the pull of the others is no larger than its weight
-            j = int(np.argmax(close & (w > 0)))
-            others = ~close
-            pull = np.zeros_like(x) if not others.any() else (w[others, None] * (q[others] - x) / d[others, None]).sum(0)
-            if np.linalg.norm(pull) <= w[j] + 1e-15:
-                return x
-            d = np.where(close, 1e-12, d)
+    # 1. a data point as the minimiser (Weiszfeld cannot converge onto one in finitely many steps)
+    sq = np.einsum("ij,ij->i", q, q)
+    dist = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * (q @ q.T), 0.0))  # dist[j, i] = |q_i - q_j|
+    same = dist <= 1e-9 * (1.0 + float(np.sqrt(sq.max())))
+    weight_at = (w[None, :] * same).sum(axis=1)  # total weight sitting on q_j (duplicates included)
+    a = np.where(same, 0.0, w[None, :] / np.where(same, 1.0, dist))  # a[j, i] = w_i / |q_i - q_j|
+    pull = np.linalg.norm(a @ q - a.sum(axis=1)[:, None] * q, axis=1)  # |sum_i w_i u_ij|
+    at_point = (weight_at > 0) & (pull <= weight_at + 1e-15)
+    if at_point.any():
+        return q[int(np.argmax(np.where(at_point, weight_at, -1.0)))].copy()
+
+    def energy(x):
+        return float(w @ np.linalg.norm(q - x, axis=1))
+
+    x = w @ q
+    e = energy(x)
+    for _ in range(min(iterations, 20)):  # Weiszfeld (over-relaxed): robust, linear convergence
+        d = np.maximum(np.linalg.norm(q - x, axis=1), 1e-12)
         inv = w / d
-        x_new = inv @ q / inv.sum()
-        if np.linalg.norm(x_new - x) <= tol * (1.0 + np.linalg.norm(x)):
-            return x_new
-        x = x_new
+        target = inv @ q / inv.sum()
+        trial = x + 1.8 * (target - x)
+        e_trial = energy(trial)
+        if e_trial > e:
+            trial, e_trial = target, energy(target)
+        converged = np.linalg.norm(trial - x) <= tol * (1.0 + np.linalg.norm(x))
+        x, e = trial, e_trial
+        if converged:
+            return x
+    for _ in range(max(iterations - 20, 0)):  # Newton on E (the minimiser is not a data point here)
+        r = q - x
+        d = np.maximum(np.linalg.norm(r, axis=1), 1e-12)
+        u = r / d[:, None]
+        grad = -(w @ u)
+        if np.linalg.norm(grad) <= 1e-12:
+            break
+        hess = np.einsum("i,ij,ik->jk", -w / d, u, u) + np.eye(x.size) * float(np.sum(w / d))
+        try:
+            delta = np.linalg.solve(hess, -grad)
+        except np.linalg.LinAlgError:  # pragma: no cover - H is positive definite off the data points
+            break
+        t = 1.0
+        while t > 1e-6:
+            trial = x + t * delta
+            e_trial = energy(trial)
+            if e_trial <= e:
+                break
+            t *= 0.5
+        else:
+            break
+        done = np.linalg.norm(trial - x) <= tol * (1.0 + np.linalg.norm(x))
+        x, e = trial, e_trial
+        if done:
+            break
     return x
 
 
@@ -191,7 +234,7 @@ class Reconstructor:
     def reset(self) -> None:
         k, t = self.params.k, self.params.window
         self.nodes = np.full((k, t), -1, dtype=np.int64)
-        self.cost = np.zeros((k, t))  # node cost c (k-NN distance)
+        self.cost = np.zeros((k, t))  # node cost c added to its path (k-NN distance, stay-modulated)
         self.path_cost = np.full((k, t), np.inf)  # sum of c over the path (last <= T nodes)
         self.path_length = np.zeros((k, t), dtype=np.int64)
         self.pred = np.full((k, t), -1, dtype=np.int64)  # row in the previous column
@@ -225,6 +268,7 @@ class Reconstructor:
         col = self.t % p.window
         prev = (col - 1) % p.window
         cost_sum = dist.copy()
+        node_cost = dist.copy()  # the cost this node adds to its path (stay-modulated when continuing)
         length = np.ones(p.k, dtype=np.int64)
         pred = np.full(p.k, -1, dtype=np.int64)
         if self.t > 0:
@@ -249,11 +293,12 @@ class Reconstructor:
                     j = np.argmin(score, axis=1)
                     # the seed: a node with a valid predecessor always continues the cheapest path
                     better = np.isfinite(score[np.arange(p.k), j])
+                    node_cost = np.where(better, edge[np.arange(p.k), j], node_cost)  # modulated if so
                     cost_sum = np.where(better, new_sum[np.arange(p.k), j], cost_sum)
                     length = np.where(better, np.broadcast_to(new_len, valid.shape)[np.arange(p.k), j], length)
                     pred = np.where(better, rows[j], -1)
         self.nodes[:, col] = idx
-        self.cost[:, col] = dist
+        self.cost[:, col] = node_cost
         self.path_cost[:, col] = cost_sum
         self.path_length[:, col] = length
         self.pred[:, col] = pred
