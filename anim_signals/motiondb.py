@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+WEISZFELD_STEPS = 6  # then Newton: Weiszfeld is robust far from the minimum, Newton fast near it
+
 __all__ = ["Batch", "MotionDatabase", "OLNGParams", "Reconstructor", "Step", "reconstruct", "synthesize"]
 
 
@@ -104,7 +106,8 @@ class OLNGParams:
     a: int = 1  # predecessor at least a frames back in its clip (1: strictly forward)
     b: int = 2  # ... and at most b frames back
     stay: float = 0.0  # 0..1: the previous best path's continuation costs (1 - stay) x
-    synthesis_iterations: int = 30  # 20 Weiszfeld + up to 10 Newton steps
+    eps: float = 0.0  # approximate k-NN (cKDTree eps: neighbours within (1 + eps) x the true distances)
+    synthesis_iterations: int = 16  # 6 Weiszfeld + up to 10 Newton steps
 
     def checked(self, n_frames: int) -> OLNGParams:
         if self.k < 1 or self.window < 1 or self.paths < 1:
@@ -113,6 +116,8 @@ class OLNGParams:
             raise ValueError(f"index bounds need 0 <= a <= b, got a={self.a}, b={self.b}")
         if not 0.0 <= self.stay < 1.0:
             raise ValueError("stay must be in [0, 1)")
+        if not self.eps >= 0.0:
+            raise ValueError("eps must be >= 0")
         if self.k > n_frames:
             raise ValueError(f"k = {self.k} neighbours but the database has {n_frames} frames")
         return self
@@ -123,14 +128,14 @@ class OLNGParams:
 # ------------------------------------------------------------------------------------------------
 
 
-def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 30, tol: float = 1e-10) -> np.ndarray:
+def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 16, tol: float = 1e-10) -> np.ndarray:
     """The pose minimising E(q) = sum_i w_i |q_i - q| with the seed's weights from path costs.
 
     E is the weighted geometric median.  If one of the poses is the minimiser (its weight outweighs
     the pull of all others: w_j >= |sum_i w_i u_ij|, u unit vectors), it is returned exactly;
     otherwise Weiszfeld's iteration with over-relaxation (step 1.8, kept only while E decreases)
     runs from the weighted mean and Newton steps on E (H = sum w_i / d_i (I - u_i u_i^T)) finish it
-    (``iterations`` in all: at most 20 Weiszfeld steps, the rest Newton).
+    (``iterations`` in all: at most WEISZFELD_STEPS Weiszfeld steps, the rest Newton).
     """
     q = np.atleast_2d(np.asarray(poses, dtype=float))
     c = np.asarray(costs, dtype=float).reshape(-1)
@@ -155,7 +160,7 @@ def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 30, tol: 
 
     x = w @ q
     e = energy(x)
-    for _ in range(min(iterations, 20)):  # Weiszfeld (over-relaxed): robust, linear convergence
+    for _ in range(min(iterations, WEISZFELD_STEPS)):  # Weiszfeld (over-relaxed): robust, linear convergence
         d = np.maximum(np.linalg.norm(q - x, axis=1), 1e-12)
         inv = w / d
         target = inv @ q / inv.sum()
@@ -167,14 +172,15 @@ def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 30, tol: 
         x, e = trial, e_trial
         if converged:
             return x
-    for _ in range(max(iterations - 20, 0)):  # Newton on E (the minimiser is not a data point here)
+    for _ in range(max(iterations - WEISZFELD_STEPS, 0)):  # Newton on E (the minimiser is not a data point here)
         r = q - x
         d = np.maximum(np.linalg.norm(r, axis=1), 1e-12)
         u = r / d[:, None]
         grad = -(w @ u)
         if np.linalg.norm(grad) <= 1e-12:
             break
-        hess = np.einsum("i,ij,ik->jk", -w / d, u, u) + np.eye(x.size) * float(np.sum(w / d))
+        wd = w / d
+        hess = np.eye(x.size) * float(wd.sum()) - (u * wd[:, None]).T @ u  # sum w_i/d_i (I - u_i u_i^T)
         try:
             delta = np.linalg.solve(hess, -grad)
         except np.linalg.LinAlgError:  # pragma: no cover - H is positive definite off the data points
@@ -259,7 +265,7 @@ class Reconstructor:
         if not np.all(np.isfinite(q)):
             raise ValueError("query frame has NaN or infinite values")
         t0 = time.perf_counter()
-        dist, idx = self.tree.query(q, k=p.k)
+        dist, idx = self.tree.query(q, k=p.k, eps=p.eps)
         dist = np.atleast_1d(dist).astype(float)
         idx = np.atleast_1d(idx).astype(np.int64)
         t1 = time.perf_counter()

@@ -4,9 +4,9 @@
 only imported from the extension's ``register()``.
 """
 
-from . import bridge, fit, motion_ops, pose_space, pose_space_canvas, pose_space_ops
+from . import bridge, fit, motion_db_ops, motion_ops, pose_space, pose_space_canvas, pose_space_ops
 
-_modules = (fit, motion_ops, pose_space_ops, pose_space_canvas)
+_modules = (fit, motion_ops, pose_space_ops, pose_space_canvas, motion_db_ops)
 
 
 def register() -> None:

@@ -1178,3 +1178,158 @@ def new_fcurve(id_data: Any, action: bpy.types.Action, data_path: str, index: in
 def write_dense_linear(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray) -> None:
     """:func:`write_dense` with LINEAR keys (bakes)."""
     write_dense(fc, frames, values, linear=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Motion database (issue 5): named channels of actions, shape-key faces, live duplicates
+# --------------------------------------------------------------------------------------------
+
+DB_SHAPE_KEYS = "SHAPE_KEYS"
+DB_ARMATURE = "ARMATURE"
+
+
+def shape_key_name_of_path(data_path: str) -> str | None:
+    """'key_blocks["JawOpen"].value' -> 'JawOpen' (None for other paths)."""
+    if not _SHAPE_KEY_VALUE.match(data_path):
+        return None
+    return data_path[len('key_blocks["'): -len('"].value')].replace('\\"', '"').replace("\\\\", "\\")
+
+
+def shape_key_value_path(name: str) -> str:
+    return f'key_blocks["{_escape(name)}"].value'
+
+
+def pose_channel_name(data_path: str, index: int) -> str:
+    return f"{data_path}[{int(index)}]"
+
+
+_POSE_CHANNEL = re.compile(r"^(.*)\[(\d+)\]$")
+
+
+def parse_pose_channel(name: str) -> tuple[str, int]:
+    """'pose.bones["Hips"].rotation_euler[2]' -> ('pose.bones["Hips"].rotation_euler', 2)."""
+    m = _POSE_CHANNEL.match(name)
+    if m is None:
+        raise ValueError(f"not a pose channel name: {name!r}")
+    return m.group(1), int(m.group(2))
+
+
+def action_kind(action: bpy.types.Action) -> str | None:
+    """DB_SHAPE_KEYS when the action animates shape-key values, DB_ARMATURE when it animates
+    pose-bone rotations (else None). Slotted actions: by the curves of the slot read."""
+    fcs = fcurves_of_action(action)
+    if any(_SHAPE_KEY_VALUE.match(fc.data_path) for fc in fcs):
+        return DB_SHAPE_KEYS
+    if any(bone_name_of_path(fc.data_path) is not None and _split_path(fc.data_path)[1] in ("rotation_euler", "rotation_quaternion")
+           for fc in fcs):
+        return DB_ARMATURE
+    return None
+
+
+def named_channel_curves(action: bpy.types.Action, kind: str, id_data: Any = None) -> dict[str, bpy.types.FCurve]:
+    """Channel name -> F-curve of ``action``: shape-key names (DB_SHAPE_KEYS) or pose-bone rotation
+    channels 'pose.bones["B"].rotation_euler[0]' (DB_ARMATURE; locations and scales are left out:
+    other units). Curves with no keys are skipped."""
+    out: dict[str, bpy.types.FCurve] = {}
+    for fc in fcurves_of_action(action, id_data):
+        if not len(fc.keyframe_points):
+            continue
+        if kind == DB_SHAPE_KEYS:
+            name = shape_key_name_of_path(fc.data_path)
+            if name is not None:
+                out[name] = fc
+        else:
+            if bone_name_of_path(fc.data_path) is None:
+                continue
+            if _split_path(fc.data_path)[1] in ("rotation_euler", "rotation_quaternion"):
+                out[pose_channel_name(fc.data_path, fc.array_index)] = fc
+    return out
+
+
+def read_named_channels(action: bpy.types.Action, kind: str, names: Sequence[str] | None = None,
+                        id_data: Any = None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The action's channels sampled on every whole frame of its range:
+    ``(frames (n,), values (n, d), names)``; ``names`` picks and orders them (those the action lacks
+    are left out of the returned names)."""
+    curves = named_channel_curves(action, kind, id_data)
+    chosen = list(curves) if names is None else [n for n in names if n in curves]
+    if not chosen:
+        return np.empty(0), np.empty((0, 0)), []
+    fcs = [curves[n] for n in chosen]
+    lo, hi = action_frame_range(action, fcs)
+    frames = np.arange(lo, hi + 1, dtype=np.float64)
+    _, values = sample_curves(fcs, frames)
+    return frames, values, chosen
+
+
+def evaluate_named_channels(curves: Sequence[bpy.types.FCurve], frame: float) -> np.ndarray:
+    """One frame of the given curves (``FCurve.evaluate``): (len(curves),)."""
+    return np.array([fc.evaluate(frame) for fc in curves], dtype=np.float64)
+
+
+def write_named_channels(id_data: Any, action_name: str, kind: str, frames: np.ndarray, values: np.ndarray,
+                         names: Sequence[str]) -> bpy.types.Action:
+    """A new action ``action_name`` assigned to ``id_data`` (the Key for DB_SHAPE_KEYS, the armature
+    object for DB_ARMATURE) with one LINEAR key per frame and channel. The action assigned before
+    keeps a fake user."""
+    values = np.asarray(values, dtype=np.float64).reshape(len(frames), len(names))
+    action = new_action(id_data, action_name, keep_previous=True)
+    for j, name in enumerate(names):
+        if kind == DB_SHAPE_KEYS:
+            fc = new_fcurve(id_data, action, shape_key_value_path(name), 0)
+        else:
+            path, index = parse_pose_channel(name)
+            fc = new_fcurve(id_data, action, path, index, group=bone_name_of_path(path))
+        write_dense_linear(fc, frames, values[:, j])
+    return action
+
+
+def new_face_object(name: str, vertices: np.ndarray, faces: Sequence[Sequence[int]],
+                    shape_keys: Sequence[tuple[str, np.ndarray]], collection: Any = None) -> bpy.types.Object:
+    """A mesh object (linked to ``collection`` or the scene's) with a Basis and the given relative
+    shape keys (slider range 0..1)."""
+    mesh: Any = bpy.data.meshes.new(name)
+    mesh.from_pydata(np.asarray(vertices, dtype=np.float64).tolist(), [], [tuple(f) for f in faces])
+    mesh.update()
+    ob: Any = bpy.data.objects.new(name, mesh)
+    scene: Any = bpy.context.scene
+    (collection or scene.collection).objects.link(ob)
+    write_shape_key_basis(ob, vertices, shape_keys, slider_min=0.0, slider_max=1.0)
+    return ob
+
+
+def key_block_names(ob: Any) -> list[str]:
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    return [kb.name for kb in key.key_blocks] if key is not None else []
+
+
+def live_duplicate(ob: Any, name: str) -> bpy.types.Object:
+    """A copy of ``ob`` named ``name`` for showing a live result: its own mesh (and shape keys) for
+    meshes, the same armature data for armatures; no animation (values set directly), linked to
+    ``ob``'s collections. An existing object of that name is reused when it has ``ob``'s type."""
+    dup: Any = bpy.data.objects.get(name)
+    if dup is not None and (dup.type != ob.type or dup.library is not None):
+        dup = None
+    if dup is None:
+        dup = ob.copy()
+        dup.name = name
+        if ob.type == "MESH":
+            dup.data = ob.data.copy()
+        scene: Any = bpy.context.scene
+        for coll in ob.users_collection or [scene.collection]:
+            coll.objects.link(dup)
+    dup.animation_data_clear()
+    key = getattr(getattr(dup, "data", None), "shape_keys", None)
+    if key is not None and key.animation_data is not None:
+        key.animation_data_clear()
+    return dup
+
+
+def set_key_values_by_name(ob: Any, names: Sequence[str], values: np.ndarray) -> None:
+    """Set the named shape-key values of ``ob`` (names it lacks are ignored) in one foreach_set."""
+    key = ob.data.shape_keys
+    index = {kb.name: i for i, kb in enumerate(key.key_blocks)}
+    cols = [j for j, n in enumerate(names) if n in index]
+    idx = np.array([index[names[j]] for j in cols], dtype=np.int64)
+    set_key_values(key, idx, np.asarray(values, dtype=np.float64)[cols].astype(np.float32))
+    ob.data.update_tag()

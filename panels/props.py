@@ -37,6 +37,7 @@ from ..operators.pose_space_ops import (
     ANIM_SIGNALS_OT_pose_space_bake,
     ANIM_SIGNALS_OT_pose_space_resample,
 )
+from .motion_db_props import AnimSignalsMotionDB, AnimSignalsMotionDBAction  # motion database
 
 
 def _settings_annotations(op_cls, names) -> dict:
@@ -245,6 +246,7 @@ class AnimSignalsSettings(bpy.types.PropertyGroup):
     pose_space_bake: PointerProperty(type=AnimSignalsPoseSpaceBakeSettings)  # type: ignore[valid-type]
     last_pose_space: PointerProperty(type=AnimSignalsPoseSpaceResult)  # type: ignore[valid-type]
     pose_space_canvas: PointerProperty(type=AnimSignalsPoseSpaceCanvasSettings)  # type: ignore[valid-type]  # pose-space canvas
+    motion_db: PointerProperty(type=AnimSignalsMotionDB)  # type: ignore[valid-type]  # motion database
 
 
 classes = (
@@ -262,6 +264,8 @@ classes = (
     AnimSignalsPoseSpaceBakeSettings,
     AnimSignalsPoseSpaceResult,
     AnimSignalsPoseSpaceCanvasSettings,  # pose-space canvas
+    AnimSignalsMotionDBAction,  # motion database
+    AnimSignalsMotionDB,  # motion database
     AnimSignalsSettings,
 )
 _register, _unregister = bpy.utils.register_classes_factory(classes)

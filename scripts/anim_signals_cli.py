@@ -16,6 +16,9 @@ Commands (sub-commands; more tools add theirs to ``COMMANDS``):
                          [--cyclic AUTO|OPEN|CLOSED] [--no-align] [--out OUT.blend]
     compare FOLDER|FILES... [--actions A,B,...] [--features CHANNELS|BODY] [--metric ELASTIC|LINEAR]
                          [--clusters K] [--open] [--samples 100] [--out-dir DIR] [--save OUT.blend]
+    db-build FOLDER|FILES... [--fps 30] --out DB.blend          (Live Link Face CSV or BVH clips)
+    reconstruct DB.blend QUERY.csv|QUERY.bvh [--drop-eyes] [--input-channels A,B] [--output BEST_PATH|SYNTHESIS]
+                         [--k 256] [--window 32] [--paths 50] --out OUT.blend
 
 ``fit`` imports the BVH with Blender's own importer (or opens the .blend), enables the extension, and
 for every object with an action calls ``bpy.ops.anim_signals.fit_latent_spline`` (the operator the UI
@@ -816,8 +819,148 @@ def add_pose_bake_parser(sub):
     p.set_defaults(func=cmd_pose_bake)
 
 
+# --------------------------------------------------------------------------------------------------
+# motion database (Richert): db-build, reconstruct
+
+
+def _db_ops_ready() -> None:
+    try:
+        be.enable_extension()
+    except Exception as ex:
+        raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
+    bpy = be.import_bpy()
+    for op in ("import_live_link_csv", "build_motion_database", "reconstruct_motion"):
+        if op not in dir(bpy.ops.anim_signals):
+            raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
+
+
+def db_inputs(paths) -> tuple[list[str], list[str]]:
+    """Folders -> their CSV and BVH files (sorted); returns (CSV files, BVH files). CliError on misuse."""
+    csvs: list[str] = []
+    bvhs: list[str] = []
+    for p in paths:
+        p = os.path.abspath(p)
+        if os.path.isdir(p):
+            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith((".csv", ".bvh")))
+            if not found:
+                raise CliError(f"no .csv or .bvh files in the folder {p}")
+        elif os.path.isfile(p):
+            found = [p]
+        else:
+            raise CliError(f"no such file or folder: {p}")
+        for f in found:
+            ext = os.path.splitext(f)[1].lower()
+            if ext == ".csv":
+                csvs.append(f)
+            elif ext == ".bvh":
+                bvhs.append(f)
+            else:
+                raise CliError(f"unsupported input {f!r}: expected Live Link Face .csv or .bvh files")
+    if csvs and bvhs:
+        raise CliError("a database holds one kind of clip: give Live Link Face CSV files or BVH files, not both")
+    if not csvs and not bvhs:
+        raise CliError("no input files")
+    return list(dict.fromkeys(csvs)), list(dict.fromkeys(bvhs))
+
+
+def _import_bvh_clip(path: str):
+    bpy = be.import_bpy()
+    ob = be.import_bvh(path)
+    act = ob.animation_data.action if ob.animation_data is not None else None
+    if act is None:
+        raise CliError(f"{path}: the BVH has no animation")
+    act.name = os.path.splitext(os.path.basename(path))[0]
+    act.use_fake_user = True
+    bpy.context.view_layer.objects.active = ob
+    return ob
+
+
+def cmd_db_build(args) -> int:
+    bpy = be.import_bpy()
+    csvs, bvhs = db_inputs(args.inputs)
+    be.clear_scene()
+    _db_ops_ready()
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = args.fps, 1.0
+    ob = None
+    for path in csvs:
+        _run_operator(bpy.ops.anim_signals.import_live_link_csv, os.path.basename(path), ob, filepath=path)
+        ob = bpy.context.view_layer.objects.active
+        print(f"  imported {os.path.basename(path)}", flush=True)
+    names = []
+    for path in bvhs:
+        ob = _import_bvh_clip(path)
+        names.append(ob.animation_data.action.name)
+        print(f"  imported {os.path.basename(path)}", flush=True)
+    kind = "SHAPE_KEYS" if csvs else "ARMATURE"
+    _run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", ob, kind=kind, actions=",".join(names))
+    s = scene.anim_signals.motion_db
+    print(f"motion database: {len(s.actions)} clips, {s.n_frames} frames, {s.n_channels} channels ({kind})")
+    print(f"saved {save(args.out or os.path.abspath('motion_db.blend'))}")
+    return 0
+
+
+def cmd_reconstruct(args) -> int:
+    bpy = be.import_bpy()
+    if not args.input.lower().endswith(".blend") or not os.path.isfile(args.input):
+        raise CliError(f"{args.input}: expected a .blend saved by db-build")
+    _check_file(args.query, (".csv", ".bvh"))
+    load_input(args.input)
+    _db_ops_ready()
+    scene = bpy.context.scene
+    s = scene.anim_signals.motion_db
+    if not len(s.actions):
+        raise CliError(f"{args.input} holds no motion database (run db-build first)")
+    query = os.path.abspath(args.query)
+    if query.lower().endswith(".csv"):
+        if s.kind != "SHAPE_KEYS":
+            raise CliError("the database holds armature clips: give a BVH query")
+        target = bpy.data.objects.get(s.object_name)
+        _run_operator(bpy.ops.anim_signals.import_live_link_csv, os.path.basename(query), target, filepath=query)
+        ob = bpy.context.view_layer.objects.active
+    else:
+        if s.kind != "ARMATURE":
+            raise CliError("the database holds shape-key clips: give a Live Link Face CSV query")
+        ob = _import_bvh_clip(query)
+    params = dict(output=args.output, drop_eyes=args.drop_eyes, input_channels=args.input_channels or "ALL",
+                  k=args.k, window=args.window, paths=args.paths)
+    _run_operator(bpy.ops.anim_signals.reconstruct_motion, "reconstruct", ob, **params)
+    print(f"{s.last_action}: {s.last_frames} frames from {s.last_query_channels} channels, "
+          f"{s.last_ms:.2f} ms per frame, mean best path {s.last_best_length:.1f} frames")
+    stem = os.path.splitext(os.path.basename(query))[0]
+    print(f"saved {save(args.out or os.path.abspath(f'{stem}_reconstructed.blend'))}")
+    return 0
+
+
+def add_db_build_parser(sub):
+    p = sub.add_parser("db-build", help="build a motion database from Live Link Face CSV or BVH clips (Richert)",
+                       description="Import the clips (CSV: onto one generated ARKit face; BVH: Blender's importer) "
+                                   "and run bpy.ops.anim_signals.build_motion_database; saves DB.blend.")
+    p.add_argument("inputs", nargs="+", metavar="FOLDER|FILE", help="Live Link Face .csv or .bvh files, or folders of them")
+    p.add_argument("--fps", type=int, default=30, help="scene frame rate the CSV takes are resampled to (default 30)")
+    p.add_argument("--out", default="", help="output .blend (default ./motion_db.blend)")
+    p.set_defaults(func=cmd_db_build)
+
+
+def add_reconstruct_parser(sub):
+    p = sub.add_parser("reconstruct", help="rebuild a clip from a motion database (denoise / missing channels)",
+                       description="Import QUERY into DB.blend and run bpy.ops.anim_signals.reconstruct_motion; "
+                                   "the result is the action '<query>.reconstructed'.")
+    p.add_argument("input", metavar="DB.blend", help="a .blend saved by db-build")
+    p.add_argument("query", metavar="QUERY.csv|QUERY.bvh")
+    p.add_argument("--drop-eyes", action="store_true", help="leave the eye channels out of the query")
+    p.add_argument("--input-channels", default="", help="comma-separated query channels (default: all)")
+    p.add_argument("--output", default="SYNTHESIS", choices=("BEST_PATH", "SYNTHESIS"))
+    p.add_argument("--k", type=int, default=256, help="neighbours per frame (K, default 256)")
+    p.add_argument("--window", type=int, default=32, help="window (T, default 32)")
+    p.add_argument("--paths", type=int, default=50, help="paths blended by the synthesis (I, default 50)")
+    p.add_argument("--out", default="", help="output .blend (default ./<query>_reconstructed.blend)")
+    p.set_defaults(func=cmd_reconstruct)
+
+
 COMMANDS = [add_fit_parser, add_loop_parser, add_blend_parser, add_compare_parser, add_pose_build_parser,
             add_pose_resample_parser, add_pose_bake_parser]
+COMMANDS += [add_db_build_parser, add_reconstruct_parser]
 
 
 def build_parser():

@@ -358,3 +358,45 @@ def test_pose_cli_build_resample_bake(tmp_path):
     assert r.returncode == 2 and "exactly one" in r.stderr
     r = run(CLI, "pose-build", obj)
     assert r.returncode == 2 and "--cache" in r.stderr
+
+
+def test_benchmark_motion_db_quick(tmp_path):
+    """The motion-database benchmark runs end to end (--quick) on generated data when ../shared/data is absent."""
+    import json
+
+    shared = (ROOT.parent / "shared" / "data" / "facial").is_dir()
+    args = ["--quick", "--out", tmp_path] + ([] if shared else ["--synthetic"])
+    r = run(ROOT / "scripts" / "benchmark_motion_db.py", *args, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "benchmark_motion_db.json").read_text())
+    assert (tmp_path / "benchmark_motion_db.md").read_text().startswith("# Motion-database benchmark")
+    rows = {(s["scenario"], s["input"]): s for s in res["scenarios"]}
+    assert {("#1", "full"), ("#2", "full"), ("#3", "full"), ("#4", "full"), ("#1", "no eyes"), ("#3", "no eyes")} <= set(rows)
+    one = rows[("#1", "full")]
+    assert one["hits_total"] > 0 and one["hits_olng"] / one["hits_total"] > 0.5  # denoising a database clip works
+    assert one["olng"] < one["noise"] and rows[("#1", "no eyes")]["query_channels"] == 38
+    assert [r["k"] for r in res["latency"]["kt"]] == [128, 256] and all(r["total"] > 0 for r in res["latency"]["kt"])
+    assert max(s["db_frames"] for s in res["latency"]["sizes"]) < 1_000_000  # --quick skips the 1M case
+
+
+@needs_bpy
+def test_db_cli_build_and_reconstruct(tmp_path):
+    """db-build from generated Live Link Face CSVs, then reconstruct one of them (eyes dropped)."""
+    import numpy as np
+
+    from anim_signals import livelink
+
+    for i in range(3):
+        w = livelink.generated_expressions(90, seed=i, fps=30.0)
+        values = np.zeros((90, len(livelink.CHANNELS)))
+        values[:, : w.shape[1]] = w
+        livelink.write_csv(tmp_path / f"take{i}.csv", np.arange(90) / 30.0, values)
+    db = tmp_path / "db.blend"
+    r = run(CLI, "db-build", tmp_path, "--out", db)
+    assert r.returncode == 0 and db.exists(), r.stderr[-2000:]
+    out = tmp_path / "rec.blend"
+    r = run(CLI, "reconstruct", db, tmp_path / "take1.csv", "--drop-eyes", "--k", "64", "--out", out)
+    assert r.returncode == 0 and out.exists(), r.stderr[-2000:]
+    assert "from 38 channels" in r.stdout and "ms per frame" in r.stdout  # 52 minus the 14 eye channels
+    r = run(CLI, "reconstruct", db, tmp_path / "missing.csv", "--out", out)
+    assert r.returncode == 2

@@ -1,0 +1,508 @@
+"""Live Link Face CSV recordings (iPhone ARKit face tracking) as arrays, and a generated ARKit face.
+
+numpy only, no bpy. A recording is a header
+``Timecode,BlendShapeCount,<52 ARKit blendshape names>,HeadYaw,HeadPitch,HeadRoll,LeftEyeYaw,...``
+and one row per captured frame; the timecode is ``HH:MM:SS:FF.fff`` with the frame part ``FF.fff`` in
+frames of the timecode rate (60 in Live Link Face). Real recordings have gaps: dropped frames (the
+timecode jumps) and rows where tracking was lost (``BlendShapeCount`` 0 and no values, or empty /
+``nan`` cells).
+
+::
+
+    rec = read_csv("take.csv")               # LiveLinkRecording; times, values, names = rec
+    rec.nan_rows, rec.gaps, rec.rate          # rows without data, dropped-frame gaps, capture rate
+    res = resample(rec.times, rec.values, fps=24.0)   # fixed rate, gaps filled linearly, long ones marked
+    face = generated_face()                  # vertices, faces, 52 ARKit shape keys (deterministic)
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# The 52 ARKit blendshapes in the order Live Link Face writes them.
+ARKIT_BLENDSHAPES: tuple[str, ...] = (
+    "EyeBlinkLeft", "EyeLookDownLeft", "EyeLookInLeft", "EyeLookOutLeft", "EyeLookUpLeft", "EyeSquintLeft",
+    "EyeWideLeft", "EyeBlinkRight", "EyeLookDownRight", "EyeLookInRight", "EyeLookOutRight", "EyeLookUpRight",
+    "EyeSquintRight", "EyeWideRight", "JawForward", "JawRight", "JawLeft", "JawOpen", "MouthClose",
+    "MouthFunnel", "MouthPucker", "MouthRight", "MouthLeft", "MouthSmileLeft", "MouthSmileRight",
+    "MouthFrownLeft", "MouthFrownRight", "MouthDimpleLeft", "MouthDimpleRight", "MouthStretchLeft",
+    "MouthStretchRight", "MouthRollLower", "MouthRollUpper", "MouthShrugLower", "MouthShrugUpper",
+    "MouthPressLeft", "MouthPressRight", "MouthLowerDownLeft", "MouthLowerDownRight", "MouthUpperUpLeft",
+    "MouthUpperUpRight", "BrowDownLeft", "BrowDownRight", "BrowInnerUp", "BrowOuterUpLeft", "BrowOuterUpRight",
+    "CheekPuff", "CheekSquintLeft", "CheekSquintRight", "NoseSneerLeft", "NoseSneerRight", "TongueOut",
+)
+# Head and eye rotations after the blendshapes (radians).
+ROTATIONS: tuple[str, ...] = (
+    "HeadYaw", "HeadPitch", "HeadRoll", "LeftEyeYaw", "LeftEyePitch", "LeftEyeRoll",
+    "RightEyeYaw", "RightEyePitch", "RightEyeRoll",
+)
+CHANNELS: tuple[str, ...] = ARKIT_BLENDSHAPES + ROTATIONS  # 61 value columns
+# Channels about the eyes (the seed's partial-input example leaves the eye control points out).
+EYE_BLENDSHAPES: tuple[str, ...] = tuple(n for n in ARKIT_BLENDSHAPES if n.startswith("Eye"))
+EYE_CHANNELS: tuple[str, ...] = EYE_BLENDSHAPES + tuple(n for n in ROTATIONS if "Eye" in n)
+
+TIMECODE_RATES = (24, 25, 30, 48, 50, 60, 100, 120)
+DEFAULT_TIMECODE_RATE = 60.0  # Live Link Face
+GAP_FACTOR = 1.5  # a step longer than this many capture periods is a gap (dropped frames)
+
+
+class LiveLinkError(ValueError):
+    """Not a readable Live Link Face CSV (the message says why)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Timecodes
+# ------------------------------------------------------------------------------------------------
+
+
+def split_timecode(tc: str) -> tuple[int, float]:
+    """``"HH:MM:SS:FF.fff"`` -> (whole seconds, frame part FF.fff). Raises LiveLinkError."""
+    parts = tc.strip().split(":")
+    if len(parts) != 4:
+        raise LiveLinkError(f"bad timecode {tc!r}: expected HH:MM:SS:FF.fff")
+    try:
+        h, m, s = int(parts[0]), int(parts[1]), int(parts[2])
+        ff = float(parts[3])
+    except ValueError as err:
+        raise LiveLinkError(f"bad timecode {tc!r}: expected HH:MM:SS:FF.fff") from err
+    return h * 3600 + m * 60 + s, ff
+
+
+def timecode_seconds(tc: str, rate: float = DEFAULT_TIMECODE_RATE) -> float:
+    """``"HH:MM:SS:FF.fff"`` -> seconds, the frame part counted in frames of ``rate``."""
+    whole, ff = split_timecode(tc)
+    return whole + ff / float(rate)
+
+
+def format_timecode(seconds: float, rate: float = DEFAULT_TIMECODE_RATE) -> str:
+    """Seconds -> ``"HH:MM:SS:FF.fff"`` (inverse of :func:`timecode_seconds`)."""
+    ticks = round(seconds * rate * 1000.0)  # thousandths of a frame
+    per_second = round(rate * 1000.0)
+    whole, frac = divmod(ticks, per_second)
+    h, rem = divmod(int(whole), 3600)
+    m, s = divmod(rem, 60)
+    return f"{h % 24:02d}:{m:02d}:{s:02d}:{frac / 1000.0:06.3f}"
+
+
+def detect_timecode_rate(frame_parts: Sequence[float], spans_a_second: bool) -> float:
+    """The timecode rate: the smallest standard rate above every frame part seen (when the take
+    spans at least one whole second), else Live Link Face's 60."""
+    if not spans_a_second or not len(frame_parts):
+        return DEFAULT_TIMECODE_RATE
+    top = max(frame_parts)
+    for rate in TIMECODE_RATES:
+        if top < rate:
+            return float(rate)
+    return float(math.floor(top) + 1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Dropped frames: nothing was captured between rows ``index - 1`` and ``index``."""
+
+    index: int  # the row after the gap
+    start: float  # time of the row before (seconds)
+    end: float  # time of the row after
+    missing: int  # frames missing at the capture rate
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class LiveLinkRecording:
+    """A take: ``times (n,)`` seconds from the first row, ``values (n, len(names))`` (NaN where a
+    cell or row has no data), the channel ``names``; unpacks as ``times, values, names``."""
+
+    times: np.ndarray
+    values: np.ndarray
+    names: list[str]
+    nan_rows: np.ndarray  # (m,) row indices with at least one NaN value (tracking lost)
+    gaps: list[Gap]  # dropped frames found from the timecodes
+    rate: float  # capture rate (frames per second, from the median timecode step)
+    timecode_rate: float  # frames per second of the timecode's frame part
+    start_seconds: float  # the first row's timecode in seconds (time of day)
+    duplicates: int = 0  # rows dropped because their timecode did not advance
+    path: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator:
+        return iter((self.times, self.values, self.names))
+
+    @property
+    def n_frames(self) -> int:
+        return int(self.times.size)
+
+    @property
+    def dropped_frames(self) -> int:
+        return int(sum(g.missing for g in self.gaps))
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if self.times.size else 0.0
+
+    def channel(self, name: str) -> np.ndarray:
+        return self.values[:, self.names.index(name)]
+
+    def summary(self) -> str:
+        text = f"{self.n_frames} frames, {self.rate:.3g} fps, {self.duration:.2f} s"
+        if self.gaps:
+            text += f"; {self.dropped_frames} dropped frame(s) in {len(self.gaps)} gap(s)"
+        if self.nan_rows.size:
+            text += f"; {self.nan_rows.size} row(s) without tracking data (NaN)"
+        if self.duplicates:
+            text += f"; {self.duplicates} repeated timecode(s) dropped"
+        return text
+
+
+def _cell(text: str) -> float:
+    t = text.strip()
+    if not t:
+        return math.nan
+    try:
+        return float(t)
+    except ValueError:
+        return math.nan
+
+
+def find_gaps(times: np.ndarray, rate: float, factor: float = GAP_FACTOR) -> list[Gap]:
+    """Steps of ``times`` longer than ``factor`` capture periods."""
+    if times.size < 2 or rate <= 0:
+        return []
+    dt = np.diff(times)
+    period = 1.0 / rate
+    out = []
+    for i in np.flatnonzero(dt > factor * period):
+        missing = max(1, int(round(dt[i] * rate)) - 1)
+        out.append(Gap(int(i + 1), float(times[i]), float(times[i + 1]), missing))
+    return out
+
+
+def read_csv(path: str | os.PathLike, *, timecode_rate: float | None = None) -> LiveLinkRecording:
+    """Read a Live Link Face CSV. Gaps are kept (see :class:`LiveLinkRecording`). Rows whose
+    timecode does not advance are dropped (counted). ``timecode_rate``: frames per second of the
+    timecode's frame part (None: detected, 60 when the take is shorter than a second)."""
+    path = os.fspath(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as err:
+        raise LiveLinkError(f"cannot read {path}: {err}") from err
+    except UnicodeDecodeError as err:
+        raise LiveLinkError(f"{path} is not a text CSV file") from err
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows:
+        raise LiveLinkError(f"{path} is empty")
+    header = [h.strip() for h in rows[0]]
+    if len(header) < 3 or header[0].lower() != "timecode" or header[1].lower() != "blendshapecount":
+        raise LiveLinkError(f"{path}: not a Live Link Face CSV (header must start with Timecode,BlendShapeCount)")
+    names = header[2:]
+    if len(set(names)) != len(names):
+        raise LiveLinkError(f"{path}: repeated column names in the header")
+    body = rows[1:]
+    if not body:
+        raise LiveLinkError(f"{path}: no frames after the header")
+    n, d = len(body), len(names)
+    whole = np.empty(n, dtype=np.int64)
+    ff = np.empty(n)
+    values = np.full((n, d), np.nan)
+    for i, row in enumerate(body):
+        try:
+            whole[i], ff[i] = split_timecode(row[0])
+        except LiveLinkError as err:
+            raise LiveLinkError(f"{path}, line {i + 2}: {err}") from err
+        cells = row[2 : 2 + d]
+        if cells:
+            values[i, : len(cells)] = [_cell(c) for c in cells]
+    # Midnight: the time of day wraps around.
+    wraps = np.concatenate(([0], np.cumsum(np.diff(whole) < -12 * 3600)))
+    whole = whole + 86400 * wraps
+    if timecode_rate is None:
+        timecode_rate = detect_timecode_rate(ff.tolist(), bool(whole[-1] > whole[0]))
+    secs = whole + ff / float(timecode_rate)
+    # Drop rows whose timecode does not advance (repeated frames).
+    keep = np.ones(n, dtype=bool)
+    last = -np.inf
+    for i in range(n):
+        if secs[i] <= last + 1e-9:
+            keep[i] = False
+        else:
+            last = secs[i]
+    duplicates = int(n - keep.sum())
+    secs, values = secs[keep], values[keep]
+    start = float(secs[0])
+    times = secs - start
+    steps = np.diff(times)
+    rate = float(1.0 / np.median(steps)) if steps.size else float(timecode_rate)
+    nan_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
+    warnings = []
+    missing = [c for c in ARKIT_BLENDSHAPES if c not in names]
+    if missing:
+        warnings.append(f"{len(missing)} ARKit blendshape(s) missing from the header: {', '.join(missing[:5])}"
+                        + ("..." if len(missing) > 5 else ""))
+    return LiveLinkRecording(
+        times=times, values=values, names=list(names), nan_rows=nan_rows, gaps=find_gaps(times, rate), rate=rate,
+        timecode_rate=float(timecode_rate), start_seconds=start, duplicates=duplicates, path=path, warnings=warnings,
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+# ------------------------------------------------------------------------------------------------
+
+
+def write_csv(path: str | os.PathLike, times: np.ndarray, values: np.ndarray, names: Sequence[str] = CHANNELS, *,
+              timecode_rate: float = DEFAULT_TIMECODE_RATE, start_seconds: float = 0.0) -> None:
+    """Write a Live Link Face CSV: ``times (n,)`` seconds (offset by ``start_seconds``), ``values
+    (n, len(names))``. A row that is all NaN is written as Live Link Face does when tracking is
+    lost (``<timecode>,0``); other NaN cells are left empty."""
+    times = np.asarray(times, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64)
+    names = list(names)
+    if values.shape != (times.size, len(names)):
+        raise ValueError(f"values must be ({times.size}, {len(names)}), got {values.shape}")
+    with open(os.fspath(path), "w", newline="", encoding="utf-8") as fh:
+        fh.write(",".join(["Timecode", "BlendShapeCount", *names]) + "\n")
+        for t, row in zip(times.tolist(), values):
+            tc = format_timecode(start_seconds + t, timecode_rate)
+            finite = np.isfinite(row)
+            if not finite.any():
+                fh.write(f"{tc},0\n")
+                continue
+            cells = [f"{v:.10f}" if ok else "" for v, ok in zip(row.tolist(), finite.tolist())]
+            fh.write(f"{tc},{len(names)}," + ",".join(cells) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# Resampling
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resampled:
+    """A take at a fixed rate: ``times (m,)`` seconds (0, 1/fps, ...), ``values (m, d)``,
+    ``filled (m,)`` True where the frame lies in a gap (interpolated across dropped frames or rows
+    without data), ``long_gap (m,)`` True where that gap is longer than ``max_gap`` seconds (the
+    values there are a straight line between the gap's ends, not a capture)."""
+
+    times: np.ndarray
+    values: np.ndarray
+    filled: np.ndarray
+    long_gap: np.ndarray
+    fps: float
+
+    @property
+    def n_filled(self) -> int:
+        return int(self.filled.sum())
+
+    @property
+    def n_long_gap(self) -> int:
+        return int(self.long_gap.sum())
+
+
+def resample(times: np.ndarray, values: np.ndarray, fps: float, *, max_gap: float = 0.25,
+             rate: float | None = None) -> Resampled:
+    """Values at ``fps`` from ``0`` to the last time, each channel linearly interpolated between its
+    finite samples (rows or cells without data are skipped). ``rate``: the capture rate that tells a
+    gap (default: from the median step); gaps longer than ``max_gap`` seconds are marked."""
+    times = np.asarray(times, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2 or values.shape[0] != times.size:
+        raise ValueError(f"values must be ({times.size}, d), got {values.shape}")
+    if fps <= 0:
+        raise ValueError("fps must be positive")
+    valid_row = np.isfinite(values).all(axis=1)
+    if not valid_row.any():
+        raise ValueError("no frame has data (every row has NaN values)")
+    if rate is None:
+        steps = np.diff(times)
+        rate = float(1.0 / np.median(steps)) if steps.size else fps
+    t0 = float(times[0])
+    m = int(math.floor((float(times[-1]) - t0) * fps + 1e-6)) + 1
+    out_t = t0 + np.arange(m) / fps
+    out = np.empty((m, values.shape[1]))
+    for j in range(values.shape[1]):
+        ok = np.isfinite(values[:, j])
+        if not ok.any():
+            out[:, j] = np.nan
+            continue
+        out[:, j] = np.interp(out_t, times[ok], values[ok, j])
+    # Gaps measured between rows with complete data.
+    vt = times[valid_row]
+    hi = np.clip(np.searchsorted(vt, out_t, side="left"), 0, vt.size - 1)
+    lo = np.clip(hi - 1, 0, vt.size - 1)
+    tol = 0.01 / rate  # timecodes are rounded to a thousandth of a timecode frame
+    hi = np.where((hi > 0) & (np.abs(vt[hi - 1] - out_t) <= tol), hi - 1, hi)
+    lo = np.clip(hi - 1, 0, vt.size - 1)
+    exact = np.abs(vt[hi] - out_t) <= tol
+    prev = np.where(exact, vt[hi], vt[lo])
+    nxt = vt[hi]
+    before = out_t < vt[0] - 1e-9  # leading rows without data: held
+    after = out_t > vt[-1] + 1e-9
+    span = np.where(before, vt[0] - t0, np.where(after, float(times[-1]) - vt[-1], nxt - prev))
+    filled = (span > GAP_FACTOR / rate) & ~exact
+    long_gap = filled & (span > max_gap)
+    return Resampled(out_t - t0, out, filled, long_gap, float(fps))
+
+
+# ------------------------------------------------------------------------------------------------
+# A generated face with the 52 ARKit shape keys
+# ------------------------------------------------------------------------------------------------
+
+# name -> bumps: ((u, v) centre on the face, radius, displacement (dx, dy, dz)). x: the subject's left
+# is +x (the face looks along -y, as Blender's front view), z up. "Right" keys mirror their "Left" twin.
+_L, _R = "Left", "Right"
+_FACE_KEYS_LEFT: dict[str, list[tuple[tuple[float, float], float, tuple[float, float, float]]]] = {
+    "EyeBlinkLeft": [((0.33, 0.30), 0.10, (0.0, -0.01, -0.07))],
+    "EyeLookDownLeft": [((0.33, 0.24), 0.06, (0.0, 0.0, -0.025))],
+    "EyeLookInLeft": [((0.33, 0.24), 0.065, (-0.025, 0.0, 0.0))],
+    "EyeLookOutLeft": [((0.33, 0.24), 0.07, (0.025, 0.0, 0.0))],
+    "EyeLookUpLeft": [((0.33, 0.24), 0.075, (0.0, 0.0, 0.025))],
+    "EyeSquintLeft": [((0.33, 0.17), 0.09, (0.0, -0.01, 0.03))],
+    "EyeWideLeft": [((0.33, 0.33), 0.09, (0.0, 0.0, 0.04))],
+    "MouthSmileLeft": [((0.20, -0.40), 0.10, (0.04, 0.0, 0.05))],
+    "MouthFrownLeft": [((0.20, -0.40), 0.11, (0.0, 0.0, -0.05))],
+    "MouthDimpleLeft": [((0.22, -0.38), 0.08, (0.04, 0.02, 0.0))],
+    "MouthStretchLeft": [((0.20, -0.42), 0.12, (0.05, 0.0, -0.02))],
+    "MouthPressLeft": [((0.10, -0.40), 0.08, (0.0, 0.02, 0.01))],
+    "MouthLowerDownLeft": [((0.10, -0.46), 0.08, (0.0, 0.0, -0.04))],
+    "MouthUpperUpLeft": [((0.10, -0.33), 0.08, (0.0, 0.0, 0.04))],
+    "BrowDownLeft": [((0.33, 0.48), 0.12, (0.0, 0.0, -0.04))],
+    "BrowOuterUpLeft": [((0.48, 0.48), 0.10, (0.0, 0.0, 0.05))],
+    "CheekSquintLeft": [((0.40, 0.05), 0.12, (0.0, -0.01, 0.04))],
+    "NoseSneerLeft": [((0.10, 0.05), 0.07, (0.0, -0.01, 0.03))],
+}
+_FACE_KEYS_CENTRE: dict[str, list[tuple[tuple[float, float], float, tuple[float, float, float]]]] = {
+    "JawForward": [((0.0, -0.62), 0.35, (0.0, -0.08, 0.0))],
+    "JawRight": [((0.0, -0.62), 0.34, (-0.07, 0.0, 0.0))],
+    "JawLeft": [((0.0, -0.62), 0.33, (0.07, 0.0, 0.0))],
+    "JawOpen": [((0.0, -0.65), 0.38, (0.0, 0.02, -0.16))],
+    "MouthClose": [((0.0, -0.45), 0.10, (0.0, 0.0, 0.05))],
+    "MouthFunnel": [((0.0, -0.40), 0.14, (0.0, -0.05, 0.0))],
+    "MouthPucker": [((0.0, -0.40), 0.09, (0.0, -0.06, 0.0))],
+    "MouthRight": [((0.0, -0.40), 0.16, (-0.06, 0.0, 0.0))],
+    "MouthLeft": [((0.0, -0.40), 0.15, (0.06, 0.0, 0.0))],
+    "MouthRollLower": [((0.0, -0.45), 0.08, (0.0, 0.03, 0.01))],
+    "MouthRollUpper": [((0.0, -0.34), 0.08, (0.0, 0.03, -0.01))],
+    "MouthShrugLower": [((0.0, -0.48), 0.09, (0.0, -0.01, 0.04))],
+    "MouthShrugUpper": [((0.0, -0.32), 0.09, (0.0, -0.01, 0.03))],
+    "BrowInnerUp": [((0.0, 0.48), 0.14, (0.0, 0.0, 0.05))],
+    "CheekPuff": [((0.38, -0.22), 0.14, (0.03, -0.06, 0.0)), ((-0.38, -0.22), 0.14, (-0.03, -0.06, 0.0))],
+    "TongueOut": [((0.0, -0.42), 0.05, (0.0, -0.09, -0.01))],
+}
+
+
+def face_key_bumps() -> dict[str, list[tuple[tuple[float, float], float, tuple[float, float, float]]]]:
+    """Every ARKit blendshape's bumps ((u, v) centre, radius, displacement), Right keys mirrored."""
+    out = dict(_FACE_KEYS_CENTRE)
+    for name, bumps in _FACE_KEYS_LEFT.items():
+        out[name] = bumps
+        out[name.replace(_L, _R)] = [((-u, v), r, (-dx, dy, dz)) for (u, v), r, (dx, dy, dz) in bumps]
+    return {n: out[n] for n in ARKIT_BLENDSHAPES}
+
+
+@dataclass(frozen=True)
+class FaceMesh:
+    """``vertices (V, 3)``, quad ``faces`` (vertex index tuples) and ``shape_keys``: ARKit name ->
+    vertex positions (V, 3) of the key at weight 1 (in :data:`ARKIT_BLENDSHAPES` order)."""
+
+    vertices: np.ndarray
+    faces: list[tuple[int, int, int, int]]
+    shape_keys: dict[str, np.ndarray]
+
+    def pose(self, weights: dict[str, float] | np.ndarray) -> np.ndarray:
+        """Vertex positions for blendshape weights (a dict, or 52 values in ARKit order)."""
+        if isinstance(weights, dict):
+            w = np.array([float(weights.get(n, 0.0)) for n in ARKIT_BLENDSHAPES])
+        else:
+            w = np.asarray(weights, dtype=np.float64).ravel()
+        deltas = np.stack([self.shape_keys[n] - self.vertices for n in ARKIT_BLENDSHAPES])
+        return self.vertices + np.tensordot(w, deltas, axes=1)
+
+
+def generated_face(resolution: int = 24, width: float = 0.16, height: float = 0.22) -> FaceMesh:
+    """A simple face: the front of an ellipsoid (``width`` x ``height`` metres, facing -y) as a
+    ``resolution`` x ``resolution`` quad grid, with one shape key per ARKit blendshape moving its
+    region (jaw, lips, eyelids, brows, cheeks, nose, tongue). Deterministic."""
+    n = int(resolution)
+    if n < 4:
+        raise ValueError("resolution must be at least 4")
+    u, v = np.meshgrid(np.linspace(-1.0, 1.0, n + 1), np.linspace(-1.0, 1.0, n + 1))
+    u, v = u.ravel(), v.ravel()
+    depth = np.sqrt(np.clip(1.0 - 0.55 * u * u - 0.35 * v * v, 0.05, None))
+    scale = np.array([0.5 * width, 0.5 * width, 0.5 * height])
+    base = np.column_stack([u, -0.6 * depth, v]) * scale
+    faces = []
+    for r in range(n):
+        for c in range(n):
+            a = r * (n + 1) + c
+            faces.append((a, a + 1, a + n + 2, a + n + 1))
+    uv = np.column_stack([u, v])
+    keys = {}
+    for name, bumps in face_key_bumps().items():
+        delta = np.zeros_like(base)
+        for (cu, cv), rad, disp in bumps:
+            d2 = ((uv - (cu, cv)) ** 2).sum(axis=1)
+            w = np.exp(-d2 / (2.0 * rad * rad))
+            w[w < 1e-3] = 0.0
+            delta += w[:, None] * np.asarray(disp) * scale
+        keys[name] = base + delta
+    return FaceMesh(base, faces, keys)
+
+
+def generated_expressions(n_frames: int = 240, *, seed: int = 0, fps: float = 30.0,
+                          names: Sequence[str] = ARKIT_BLENDSHAPES) -> np.ndarray:
+    """Smooth, plausible blendshape weights (n_frames, len(names)) in [0, 1]: a few expressions
+    (smile, jaw open, blink, brow raise, ...) blended in and out, plus blinks. Deterministic."""
+    rng = np.random.default_rng(seed)
+    names = list(names)
+    t = np.arange(n_frames) / fps
+    out = np.zeros((n_frames, len(names)))
+    # Expression "events": a group of related channels rises and falls together.
+    groups = [
+        ("MouthSmileLeft", "MouthSmileRight", "CheekSquintLeft", "CheekSquintRight"),
+        ("JawOpen", "MouthLowerDownLeft", "MouthLowerDownRight", "MouthUpperUpLeft", "MouthUpperUpRight"),
+        ("BrowInnerUp", "BrowOuterUpLeft", "BrowOuterUpRight", "EyeWideLeft", "EyeWideRight"),
+        ("BrowDownLeft", "BrowDownRight", "NoseSneerLeft", "NoseSneerRight", "MouthFrownLeft", "MouthFrownRight"),
+        ("MouthPucker", "MouthFunnel"),
+        ("JawLeft", "MouthLeft"),
+        ("JawRight", "MouthRight"),
+        ("EyeLookInLeft", "EyeLookOutRight"),
+        ("EyeLookOutLeft", "EyeLookInRight"),
+        ("EyeLookDownLeft", "EyeLookDownRight"),
+        ("CheekPuff", "MouthClose"),
+    ]
+    index = {n: j for j, n in enumerate(names)}
+    n_events = max(1, int(round(t[-1] * 0.8))) if n_frames > 1 else 1
+    for _ in range(n_events):
+        g = groups[int(rng.integers(len(groups)))]
+        centre = rng.uniform(0.0, t[-1] if n_frames > 1 else 1.0)
+        width = rng.uniform(0.25, 0.9)
+        amp = rng.uniform(0.3, 0.9)
+        bump = amp * np.exp(-0.5 * ((t - centre) / width) ** 2)
+        for name in g:
+            if name in index:
+                out[:, index[name]] += bump * rng.uniform(0.7, 1.0)
+    # Blinks: short, both eyes.
+    for centre in np.arange(rng.uniform(0.5, 2.0), t[-1] + 1e-9 if n_frames > 1 else 0.0, rng.uniform(2.0, 3.5)):
+        blink = np.exp(-0.5 * ((t - centre) / 0.06) ** 2)
+        for name in ("EyeBlinkLeft", "EyeBlinkRight"):
+            if name in index:
+                out[:, index[name]] += blink
+    # A small idle drift everywhere.
+    phase = rng.uniform(0, 2 * np.pi, len(names))
+    freq = rng.uniform(0.1, 0.4, len(names))
+    out += 0.03 * (1.0 + np.sin(2 * np.pi * freq[None, :] * t[:, None] + phase[None, :]))
+    return np.clip(out, 0.0, 1.0)
