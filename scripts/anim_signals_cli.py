@@ -202,13 +202,14 @@ def _filter_objects(objects, names: str, source: str):
     return [o for o in objects if o.name in wanted]
 
 
-def _enable():
+def _enable(*ops: str):
+    """Enable the extension and check it has the operators a command calls (CliError otherwise)."""
     try:
         be.enable_extension()
     except Exception as ex:
         raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
     bpy = be.import_bpy()
-    for op in ("make_cyclic", "blend_actions", "compare_actions"):
+    for op in ops or ("make_cyclic", "blend_actions", "compare_actions"):
         if op not in dir(bpy.ops.anim_signals):
             raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
 
@@ -625,14 +626,7 @@ def add_compare_parser(sub):
 
 
 def _pose_ops_ready() -> None:
-    try:
-        be.enable_extension()
-    except Exception as ex:
-        raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
-    bpy = be.import_bpy()
-    for op in ("build_pose_space", "pose_space_resample", "pose_space_bake"):
-        if op not in dir(bpy.ops.anim_signals):
-            raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
+    _enable("build_pose_space", "pose_space_resample", "pose_space_bake")
 
 
 def load_pose_input(path: str, pc2: str | None):
@@ -824,14 +818,7 @@ def add_pose_bake_parser(sub):
 
 
 def _db_ops_ready() -> None:
-    try:
-        be.enable_extension()
-    except Exception as ex:
-        raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
-    bpy = be.import_bpy()
-    for op in ("import_live_link_csv", "build_motion_database", "reconstruct_motion"):
-        if op not in dir(bpy.ops.anim_signals):
-            raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
+    _enable("import_live_link_csv", "build_motion_database", "reconstruct_motion")
 
 
 def db_inputs(paths) -> tuple[list[str], list[str]]:
