@@ -19,6 +19,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 from ..anim_signals import FitCancelled, iter_fit_channels
 from ..anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
 from . import bridge
+from ._menus import add_to_menus, remove_from_menus
 from ._stepwise import StepwiseModal
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
@@ -629,15 +630,9 @@ MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key")
 
 def register() -> None:
     _register()
-    for name in MENUS:
-        menu = getattr(bpy.types, name, None)
-        if menu is not None:
-            menu.append(menu_func)
+    add_to_menus(MENUS, menu_func)
 
 
 def unregister() -> None:
-    for name in MENUS:
-        menu = getattr(bpy.types, name, None)
-        if menu is not None:
-            menu.remove(menu_func)
+    remove_from_menus(MENUS, menu_func)
     _unregister()

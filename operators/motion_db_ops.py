@@ -22,6 +22,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..anim_signals import livelink
 from ..anim_signals.motiondb import MotionDatabase, OLNGParams, Reconstructor
 from . import bridge
+from ._menus import add_to_menus, remove_from_menus
 from ._stepwise import StepwiseModal
 
 SHAPE_KEYS, ARMATURE = bridge.DB_SHAPE_KEYS, bridge.DB_ARMATURE
@@ -731,17 +732,13 @@ def register() -> None:
     _register()
     if _on_load_pre not in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.append(_on_load_pre)
-    menu = getattr(bpy.types, "TOPBAR_MT_file_import", None)
-    if menu is not None:
-        menu.append(menu_import)
+    add_to_menus(("TOPBAR_MT_file_import",), menu_import)
 
 
 def unregister() -> None:
     stop_live(None)
     while _on_load_pre in bpy.app.handlers.load_pre:
         bpy.app.handlers.load_pre.remove(_on_load_pre)
-    menu = getattr(bpy.types, "TOPBAR_MT_file_import", None)
-    if menu is not None:
-        menu.remove(menu_import)
+    remove_from_menus(("TOPBAR_MT_file_import",), menu_import)
     _CACHE.clear()
     _unregister()

@@ -24,6 +24,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..anim_signals import motion
 from ..anim_signals.channels import check_finite
 from . import bridge
+from ._menus import add_to_menus, remove_from_menus
 from ._stepwise import StepwiseModal
 
 MIN_FRAMES = 4
@@ -1448,15 +1449,9 @@ MENUS = ("DOPESHEET_MT_key", "GRAPH_MT_key")
 
 def register() -> None:
     _register()
-    for name in MENUS:
-        menu = getattr(bpy.types, name, None)
-        if menu is not None:
-            menu.append(menu_func)
+    add_to_menus(MENUS, menu_func)
 
 
 def unregister() -> None:
-    for name in MENUS:
-        menu = getattr(bpy.types, name, None)
-        if menu is not None:
-            menu.remove(menu_func)
+    remove_from_menus(MENUS, menu_func)
     _unregister()

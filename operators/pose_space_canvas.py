@@ -319,6 +319,17 @@ class _CanvasDrag:
         _, scale = _ui_metrics(context)
         return cv.hit_test(geom, xy, radius_px=HIT_RADIUS * max(scale, 1.0))
 
+    def _grab(self, context, xy, kind: str, given: int, count: int, hint: str) -> int | None:
+        """The item a drag starts on: ``given`` (started from a press already hit-tested) or the
+        ``kind`` under the mouse; None (and ``hint`` reported) when the press missed."""
+        if self.start_drag and 0 <= given < count:  # type: ignore[attr-defined]
+            return int(given)
+        hit = self._hit(context, xy)
+        if hit.kind != kind:
+            self.report({"INFO"}, hint)  # type: ignore[attr-defined]
+            return None
+        return hit.index
+
     def _status(self, context, text: str | None) -> None:
         if context.workspace is not None and not bpy.app.background:
             context.workspace.status_text_set(text)
@@ -536,14 +547,10 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
         return {"FINISHED"}
 
     def _begin(self, context, xy) -> bool:
-        if self.start_drag and 0 <= self.index < self._space.k:
-            j = int(self.index)
-        else:
-            hit = self._hit(context, xy)
-            if hit.kind != "CONTROL_POINT":
-                self.report({"INFO"}, "Press on a control point (square) of the time signal")
-                return False
-            j = hit.index
+        j = self._grab(context, xy, "CONTROL_POINT", self.index, self._space.k,
+                       "Press on a control point (square) of the time signal")
+        if j is None:
+            return False
         self.index = j
         self._offset = self._space.time.control[j] - self._pose_xy(context, xy)
         self._snap = snapshot_pose(self._ob)
@@ -629,14 +636,9 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
         return {"FINISHED"}
 
     def _begin(self, context, xy) -> bool:
-        if self.start_drag and 0 <= self.frame < self._space.n:
-            i = int(self.frame)
-        else:
-            hit = self._hit(context, xy)
-            if hit.kind != "FRAME":
-                self.report({"INFO"}, "Press on a frame (dot) to pin it")
-                return False
-            i = hit.index
+        i = self._grab(context, xy, "FRAME", self.frame, self._space.n, "Press on a frame (dot) to pin it")
+        if i is None:
+            return False
         self.frame = i
         self.clear = False
         self._offset = self._space.positions[i] - self._pose_xy(context, xy)

@@ -5,6 +5,8 @@ definitions); results (``last_loop``, ``last_blend``, ``last_compare``, ``compar
 read-only. Panels only draw state and call operators.
 """
 
+from typing import Any
+
 import bpy
 
 from ..operators.motion_ops import (
@@ -24,6 +26,20 @@ def _root(layout, context):
     return root
 
 
+class _DopeSheetSignalsPanel:
+    """The Dope Sheet sidebar's "Signals" tab; ``_settings`` starts a property-split layout."""
+
+    bl_space_type: Any = "DOPESHEET_EDITOR"  # the Literal types of fake-bpy-module
+    bl_region_type: Any = "UI"
+    bl_category = "Signals"
+
+    def _settings(self, context):
+        layout = self.layout  # type: ignore[attr-defined]
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        return layout, _root(layout, context)
+
+
 def _button(layout, idname: str, text: str, icon: str, settings, names):
     row = layout.row()
     row.scale_y = 1.4
@@ -33,19 +49,13 @@ def _button(layout, idname: str, text: str, icon: str, settings, names):
     return op
 
 
-class ANIM_SIGNALS_PT_loop(bpy.types.Panel):
+class ANIM_SIGNALS_PT_loop(_DopeSheetSignalsPanel, bpy.types.Panel):
     """Make the active object's animation loop seamlessly"""
 
-    bl_space_type = "DOPESHEET_EDITOR"
-    bl_region_type = "UI"
-    bl_category = "Signals"
     bl_label = "Loop"
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        root = _root(layout, context)
+        layout, root = self._settings(context)
         if root is None:
             return
         s = root.loop
@@ -91,20 +101,14 @@ class ANIM_SIGNALS_PT_loop(bpy.types.Panel):
         col.label(text=f"Time: {r.seconds:.2f} s")
 
 
-class ANIM_SIGNALS_PT_blend(bpy.types.Panel):
+class ANIM_SIGNALS_PT_blend(_DopeSheetSignalsPanel, bpy.types.Panel):
     """Blend two actions along the motion manifold"""
 
-    bl_space_type = "DOPESHEET_EDITOR"
-    bl_region_type = "UI"
-    bl_category = "Signals"
     bl_label = "Blend"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        root = _root(layout, context)
+        layout, root = self._settings(context)
         if root is None:
             return
         s = root.blend
@@ -153,20 +157,14 @@ class ANIM_SIGNALS_UL_compare_results(bpy.types.UIList):
         row.label(text="" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}")
 
 
-class ANIM_SIGNALS_PT_compare(bpy.types.Panel):
+class ANIM_SIGNALS_PT_compare(_DopeSheetSignalsPanel, bpy.types.Panel):
     """Compare and cluster actions"""
 
-    bl_space_type = "DOPESHEET_EDITOR"
-    bl_region_type = "UI"
-    bl_category = "Signals"
     bl_label = "Compare"
     bl_options = {"DEFAULT_CLOSED"}
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        root = _root(layout, context)
+        layout, root = self._settings(context)
         if root is None:
             return
         s = root.compare

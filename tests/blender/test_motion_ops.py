@@ -586,8 +586,9 @@ def _draw(panel_name, scene):
     calls: list = []
     panel_cls = getattr(bpy.types, panel_name)
     ns = types.SimpleNamespace(layout=_FakeLayout(calls))
-    for attr in ("draw_result",):
-        setattr(ns, attr, getattr(panel_cls, attr))
+    for attr in ("draw_result", "_settings"):
+        fn = getattr(panel_cls, attr)
+        setattr(ns, attr, types.MethodType(fn, ns) if attr == "_settings" else fn)
     panel_cls.draw(ns, types.SimpleNamespace(scene=scene))
     return calls
 
