@@ -8,7 +8,6 @@ register()/unregister() only. Nothing here imports bpy at module level, so the a
 def register() -> None:
     from . import operators, panels
 
-    panels.register_properties()
     operators.register()
     panels.register()
 
@@ -18,4 +17,3 @@ def unregister() -> None:
 
     panels.unregister()
     operators.unregister()
-    panels.unregister_properties()

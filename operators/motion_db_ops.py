@@ -22,8 +22,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..anim_signals import livelink
 from ..anim_signals.motiondb import MotionDatabase, OLNGParams, Reconstructor
 from . import bridge
-from ._menus import add_to_menus, remove_from_menus
-from ._stepwise import StepwiseModal
+from .common.menus import add_to_menus, remove_from_menus
+from .common.modal import StepwiseModal
 
 SHAPE_KEYS, ARMATURE = bridge.DB_SHAPE_KEYS, bridge.DB_ARMATURE
 RECONSTRUCTED_SUFFIX = ".reconstructed"

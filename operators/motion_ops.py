@@ -24,8 +24,8 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..anim_signals import motion
 from ..anim_signals.channels import check_finite
 from . import bridge
-from ._menus import add_to_menus, remove_from_menus
-from ._stepwise import StepwiseModal
+from .common.menus import add_to_menus, remove_from_menus
+from .common.modal import StepwiseModal
 
 MIN_FRAMES = 4
 CLUSTER_PROPERTY = "anim_signals_cluster"

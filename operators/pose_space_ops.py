@@ -18,7 +18,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from . import pose_space as ps
-from ._stepwise import StepwiseModal
+from .common.modal import StepwiseModal
 from .pose_space import PoseSpaceInputError
 
 SOURCE_ITEMS = [

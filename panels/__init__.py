@@ -1,28 +1,19 @@
-"""Sidebar panels and the scene settings (``Scene.anim_signals``). Panels only draw and call operators.
+"""Sidebar panels and menus, one module per tool. Panels only draw settings and results (owned by
+``operators``) and call operators.
 
 Imported from the extension's ``register()`` only (submodules import bpy).
 """
 
-from . import fit_panel, motion_db_panel, motion_panel, pose_space_panel, props
+from . import fit_spline, motion_db_panel, motion_panel, pose_space_panel
 
-
-def register_properties() -> None:
-    props.register()
-
-
-def unregister_properties() -> None:
-    props.unregister()
+_modules = (fit_spline, motion_panel, pose_space_panel, motion_db_panel)
 
 
 def register() -> None:
-    fit_panel.register()
-    motion_panel.register()
-    pose_space_panel.register()
-    motion_db_panel.register()
+    for mod in _modules:
+        mod.register()
 
 
 def unregister() -> None:
-    motion_db_panel.unregister()
-    pose_space_panel.unregister()
-    motion_panel.unregister()
-    fit_panel.unregister()
+    for mod in reversed(_modules):
+        mod.unregister()

@@ -20,7 +20,6 @@ from bpy.props import (
     StringProperty,
 )
 
-from ..operators.fit import FIT_SETTINGS, ANIM_SIGNALS_OT_fit_latent_spline
 from ..operators.motion_ops import (
     BLEND_SETTINGS,
     COMPARE_SETTINGS,
@@ -45,16 +44,11 @@ def _settings_annotations(op_cls, names) -> dict:
     return {name: ops[name] for name in names}
 
 
-def _fit_settings_annotations() -> dict:
-    return _settings_annotations(ANIM_SIGNALS_OT_fit_latent_spline, FIT_SETTINGS)
-
-
 def _settings_group(name: str, op_cls, names, doc: str):
     """A PropertyGroup reusing the operator's property definitions (built when this module loads)."""
     return type(name, (bpy.types.PropertyGroup,), {"__annotations__": _settings_annotations(op_cls, names), "__doc__": doc})
 
 
-AnimSignalsFitSettings = _settings_group("AnimSignalsFitSettings", ANIM_SIGNALS_OT_fit_latent_spline, FIT_SETTINGS, "Fit Spline settings")
 AnimSignalsLoopSettings = _settings_group("AnimSignalsLoopSettings", ANIM_SIGNALS_OT_make_cyclic, LOOP_SETTINGS, "Make Cyclic settings")
 AnimSignalsBlendSettings = _settings_group(
     "AnimSignalsBlendSettings", ANIM_SIGNALS_OT_blend_actions, BLEND_SETTINGS, "Blend Actions settings"
@@ -72,35 +66,6 @@ AnimSignalsPoseSpaceResampleSettings = _settings_group(
 AnimSignalsPoseSpaceBakeSettings = _settings_group(
     "AnimSignalsPoseSpaceBakeSettings", ANIM_SIGNALS_OT_pose_space_bake, BAKE_SETTINGS, "Bake Pose Space settings"
 )
-
-
-class AnimSignalsFitResult(bpy.types.PropertyGroup):
-    """Numbers of the last Fit Spline run (read-only in the UI)."""
-
-    valid: BoolProperty(default=False)  # type: ignore[valid-type]
-    object_name: StringProperty(name="Object")  # type: ignore[valid-type]
-    action_name: StringProperty(name="Action", description="The action holding the fitted keys")  # type: ignore[valid-type]
-    mode_used: StringProperty(name="Mode", description="Shared keys (LATENT) or per-curve keys (PER_CHANNEL)")  # type: ignore[valid-type]
-    curves: IntProperty(name="Curves", description="Number of F-curves fitted")  # type: ignore[valid-type]
-    keys_before: IntProperty(name="Keys Before", description="Keys on the fitted curves before the fit")  # type: ignore[valid-type]
-    keys_after: IntProperty(name="Keys After", description="Keys on the fitted curves after the fit")  # type: ignore[valid-type]
-    distortion: FloatProperty(  # type: ignore[valid-type]
-        name="E_D",
-        description="Distortion: 100 x error energy / motion energy (lower is closer to the original; 0 is exact)",
-    )
-    max_rotation_deg: FloatProperty(name="Max Rotation Error", description="Largest rotation error at any original frame (degrees)")  # type: ignore[valid-type]
-    rms_rotation_deg: FloatProperty(name="RMS Rotation Error", description="Root-mean-square rotation error (degrees)")  # type: ignore[valid-type]
-    max_location: FloatProperty(name="Max Location Error", description="Largest location error at any original frame", subtype="DISTANCE")  # type: ignore[valid-type]
-    rms_location: FloatProperty(name="RMS Location Error", description="Root-mean-square location error", subtype="DISTANCE")  # type: ignore[valid-type]
-    max_other: FloatProperty(name="Max Other Error", description="Largest error of scale, shape-key and other curves")  # type: ignore[valid-type]
-    rms_other: FloatProperty(name="RMS Other Error", description="Root-mean-square error of scale, shape-key and other curves")  # type: ignore[valid-type]
-    joint_error_cm: FloatProperty(  # type: ignore[valid-type]
-        name="Max Joint Error",
-        description="Armatures: largest world-space distance (cm) between a joint before and after the fit, over sampled frames. Negative: not an armature",
-        default=-1.0,
-    )
-    within_tolerance: BoolProperty(name="Within Tolerance", description="Every original frame is within the max errors")  # type: ignore[valid-type]
-    seconds: FloatProperty(name="Time", description="Seconds the fit took", unit="TIME_ABSOLUTE")  # type: ignore[valid-type]
 
 
 class AnimSignalsLoopResult(bpy.types.PropertyGroup):
@@ -228,30 +193,7 @@ class AnimSignalsPoseSpaceResult(bpy.types.PropertyGroup):
     bake_frame_end: IntProperty(name="Baked End", description="Last frame of the last bake")  # type: ignore[valid-type]
 
 
-class AnimSignalsSettings(bpy.types.PropertyGroup):
-    """Anim Signals settings of the scene."""
-
-    fit: PointerProperty(type=AnimSignalsFitSettings)  # type: ignore[valid-type]
-    last_fit: PointerProperty(type=AnimSignalsFitResult)  # type: ignore[valid-type]
-    loop: PointerProperty(type=AnimSignalsLoopSettings)  # type: ignore[valid-type]
-    last_loop: PointerProperty(type=AnimSignalsLoopResult)  # type: ignore[valid-type]
-    blend: PointerProperty(type=AnimSignalsBlendSettings)  # type: ignore[valid-type]
-    last_blend: PointerProperty(type=AnimSignalsBlendResult)  # type: ignore[valid-type]
-    compare: PointerProperty(type=AnimSignalsCompareSettings)  # type: ignore[valid-type]
-    last_compare: PointerProperty(type=AnimSignalsCompareResult)  # type: ignore[valid-type]
-    compare_results: CollectionProperty(type=AnimSignalsCompareItem)  # type: ignore[valid-type]
-    compare_index: IntProperty(name="Active Result", description="The selected row of the comparison results", default=0)  # type: ignore[valid-type]
-    pose_space: PointerProperty(type=AnimSignalsPoseSpaceSettings)  # type: ignore[valid-type]
-    pose_space_resample: PointerProperty(type=AnimSignalsPoseSpaceResampleSettings)  # type: ignore[valid-type]
-    pose_space_bake: PointerProperty(type=AnimSignalsPoseSpaceBakeSettings)  # type: ignore[valid-type]
-    last_pose_space: PointerProperty(type=AnimSignalsPoseSpaceResult)  # type: ignore[valid-type]
-    pose_space_canvas: PointerProperty(type=AnimSignalsPoseSpaceCanvasSettings)  # type: ignore[valid-type]  # pose-space canvas
-    motion_db: PointerProperty(type=AnimSignalsMotionDB)  # type: ignore[valid-type]  # motion database
-
-
 classes = (
-    AnimSignalsFitSettings,
-    AnimSignalsFitResult,
     AnimSignalsLoopSettings,
     AnimSignalsLoopResult,
     AnimSignalsBlendSettings,
@@ -266,17 +208,24 @@ classes = (
     AnimSignalsPoseSpaceCanvasSettings,  # pose-space canvas
     AnimSignalsMotionDBAction,  # motion database
     AnimSignalsMotionDB,  # motion database
-    AnimSignalsSettings,
 )
-_register, _unregister = bpy.utils.register_classes_factory(classes)
+# Fields of ``Scene.anim_signals`` for the tools not yet in their own package (operators/scene_settings.py).
+SCENE_PROPERTIES = {
+    "loop": PointerProperty(type=AnimSignalsLoopSettings),
+    "last_loop": PointerProperty(type=AnimSignalsLoopResult),
+    "blend": PointerProperty(type=AnimSignalsBlendSettings),
+    "last_blend": PointerProperty(type=AnimSignalsBlendResult),
+    "compare": PointerProperty(type=AnimSignalsCompareSettings),
+    "last_compare": PointerProperty(type=AnimSignalsCompareResult),
+    "compare_results": CollectionProperty(type=AnimSignalsCompareItem),
+    "compare_index": IntProperty(name="Active Result", description="The selected row of the comparison results", default=0),
+    "pose_space": PointerProperty(type=AnimSignalsPoseSpaceSettings),
+    "pose_space_resample": PointerProperty(type=AnimSignalsPoseSpaceResampleSettings),
+    "pose_space_bake": PointerProperty(type=AnimSignalsPoseSpaceBakeSettings),
+    "last_pose_space": PointerProperty(type=AnimSignalsPoseSpaceResult),
+    "pose_space_canvas": PointerProperty(type=AnimSignalsPoseSpaceCanvasSettings),
+    "motion_db": PointerProperty(type=AnimSignalsMotionDB),
+}
 
 
-def register() -> None:
-    _register()
-    bpy.types.Scene.anim_signals = PointerProperty(type=AnimSignalsSettings)  # type: ignore[attr-defined]
-
-
-def unregister() -> None:
-    if hasattr(bpy.types.Scene, "anim_signals"):
-        del bpy.types.Scene.anim_signals  # type: ignore[attr-defined]
-    _unregister()
+PROPERTY_CLASSES = classes

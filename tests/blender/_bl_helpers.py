@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import bpy
@@ -240,3 +241,62 @@ def assign_action(ob, action) -> None:
     ob.animation_data.action = action
     if IS_SLOTTED:
         ob.animation_data.action_slot = action.slots[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Stand-ins for what headless Blender lacks: events for modal operators, a layout that records
+# ----------------------------------------------------------------------------------------------
+
+
+def event(kind: str, value: str = "NOTHING", **fields):
+    """A stand-in window-manager event (headless Blender delivers none)."""
+    return types.SimpleNamespace(type=kind, value=value, **fields)
+
+
+class StepwiseDriver:
+    """Carries a StepwiseOperator's methods and settings without a registered instance.
+
+    Headless Blender never calls invoke()/modal(), so the tests prepare the plan, start the steps
+    and feed ``modal`` stand-in events the way the window manager would: one step per event.
+    """
+
+    def __init__(self, cls, context, **settings):
+        self.reports: list = []
+        for klass in reversed(cls.__mro__):
+            if klass is object or klass.__module__.startswith(("bpy", "_bpy")):
+                continue
+            for name, value in vars(klass).items():
+                if name.startswith("__") or name in ("report", "bl_rna"):
+                    continue
+                if isinstance(value, classmethod):
+                    setattr(self, name, types.MethodType(value.__func__, cls))
+                elif isinstance(value, staticmethod):
+                    setattr(self, name, value.__func__)
+                elif isinstance(value, types.FunctionType):
+                    setattr(self, name, types.MethodType(value, self))
+                elif not callable(value):
+                    setattr(self, name, value)
+        group, name = cls.bl_idname.split(".")
+        for prop in getattr(getattr(bpy.ops, group), name).get_rna_type().properties:
+            if prop.identifier == "rna_type" or prop.type in {"POINTER", "COLLECTION"}:
+                continue
+            setattr(self, prop.identifier, prop.default_array if getattr(prop, "is_array", False) else prop.default)
+        for k, v in settings.items():
+            setattr(self, k, v)
+        self.STEP_SECONDS = 0.0  # one step per event: deterministic
+        self._plan = self.prepare_or_report(context)
+        assert self._plan is not None, self.reports
+        self._gen = self.steps(self._plan)
+        context.window_manager.progress_begin(0, 100)
+        self._timer = context.window_manager.event_timer_add(0.02, window=context.window)
+
+    def report(self, level, message):
+        self.reports.append((set(level), message))
+
+    def run_to_end(self, context, limit: int = 100_000) -> set[str]:
+        """Timer events until the operator finishes; returns its final result."""
+        for _ in range(limit):
+            result = self.modal(context, event("TIMER"))
+            if result != {"RUNNING_MODAL"}:
+                return result
+        raise AssertionError("the modal operator did not finish")

@@ -54,11 +54,11 @@ def extension():
 
 @pytest.fixture
 def ext(extension):
-    """The extension's modules: ext.core (anim_signals), ext.fit (operators.fit), ext.bridge."""
+    """The extension's modules: ext.core (anim_signals), ext.fit (operators.fit_spline.fitting), ext.bridge."""
 
     class _Ext:
         core = sys.modules[f"{EXT_MODULE}.anim_signals"]
-        fit = sys.modules[f"{EXT_MODULE}.operators.fit"]
+        fit = sys.modules[f"{EXT_MODULE}.operators.fit_spline.fitting"]
         bridge = sys.modules[f"{EXT_MODULE}.operators.bridge"]
 
     return _Ext

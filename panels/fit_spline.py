@@ -1,12 +1,16 @@
 """Graph Editor sidebar, tab "Signals": Fit Spline settings, the Fit button, the last fit's numbers.
 
-Panels only draw state and call operators.
+Reads ``scene.anim_signals.fit`` / ``.last_fit`` (owned by ``operators/fit_spline``); only draws
+and calls the operator.
 """
 
+from __future__ import annotations
 
 import bpy
 
-from ..operators.fit import FIT_SETTINGS, ANIM_SIGNALS_OT_fit_latent_spline
+from ..operators.fit_spline.operator import ANIM_SIGNALS_OT_fit_latent_spline
+from ..operators.fit_spline.properties import FIT_SETTINGS
+from .common import settings_button, split_layout
 
 
 class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
@@ -18,13 +22,8 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
     bl_label = "Fit Spline"
 
     def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
-        root = getattr(context.scene, "anim_signals", None)
-        if root is None:
-            layout.label(text="Anim Signals settings are not registered", icon="ERROR")
-            return
+        layout = split_layout(self.layout)
+        root = context.scene.anim_signals
         s = root.fit
         col = layout.column()
         col.prop(s, "target")
@@ -49,11 +48,7 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
             col.prop(s, "max_iterations")
             col.prop(s, "seed")
 
-        row = layout.row()
-        row.scale_y = 1.4
-        op = row.operator(ANIM_SIGNALS_OT_fit_latent_spline.bl_idname, text="Fit Spline", icon="IPO_BEZIER")
-        for name in FIT_SETTINGS:
-            setattr(op, name, getattr(s, name))
+        settings_button(layout, ANIM_SIGNALS_OT_fit_latent_spline.bl_idname, s, FIT_SETTINGS, text="Fit Spline", icon="IPO_BEZIER")
 
         self._draw_result(layout, root.last_fit)
 

@@ -1,33 +1,31 @@
-"""Operator ``anim_signals.fit_latent_spline``: dense F-curves -> a few exact Bezier keys.
+"""Fit Spline in Blender: which curves to fit and how they are sampled, and writing the fitted keys.
 
-Thin: reads curves through :mod:`.bridge`, fits with the core (``anim_signals``), writes through
-:mod:`.bridge`. Nothing is written until the fit has finished, so a cancelled or failed fit
-leaves the user's data untouched.
+:func:`plan_fit` checks the input and samples every curve (raises :class:`FitInputError` with a
+message for the user), :func:`iter_plan` fits with the core, :func:`write_plan` writes the keys
+(into a copy of each action when asked). Nothing is written before the fit has finished.
 """
 
+from __future__ import annotations
 
 import math
-import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
-from ..anim_signals import FitCancelled, iter_fit_channels
-from ..anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
-from . import bridge
-from ._menus import add_to_menus, remove_from_menus
-from ._stepwise import StepwiseModal
+from ...anim_signals import iter_fit_channels
+from ...anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
+from .. import bridge
+from ..common import InputError
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
 JOINT_ERROR_SAMPLES = 48
 
 
-class FitInputError(Exception):
-    """Bad input: reported to the user, nothing changed."""
+class FitInputError(InputError):
+    """Bad input for Fit Spline: reported to the user, nothing changed."""
 
 
 @dataclass
@@ -339,300 +337,3 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
     return summary
 
 
-def store_summary(scene, summary: FitSummary, ob_name: str) -> None:
-    """Keep the last fit's numbers on the scene for the sidebar panel."""
-    res = getattr(getattr(scene, "anim_signals", None), "last_fit", None)
-    if res is None:
-        return
-    res.valid = True
-    res.object_name = ob_name
-    res.action_name = ", ".join(summary.action_names)
-    res.mode_used = summary.mode_used
-    res.curves = summary.curves
-    res.keys_before = summary.keys_before
-    res.keys_after = summary.keys_after
-    res.distortion = summary.distortion
-    res.max_rotation_deg = summary.max_rotation_deg
-    res.rms_rotation_deg = summary.rms_rotation_deg
-    res.max_location = summary.max_location
-    res.rms_location = summary.rms_location
-    res.max_other = summary.max_other
-    res.rms_other = summary.rms_other
-    res.joint_error_cm = summary.joint_error_cm
-    res.within_tolerance = summary.within_tolerance
-    res.seconds = summary.seconds
-
-
-# ------------------------------------------------------------------------------------------
-# The operator
-# ------------------------------------------------------------------------------------------
-
-# Shared with the settings PropertyGroup (panels/props.py) so the panel and the operator agree.
-CHANNEL_ITEMS = [
-    ("ALL", "All", "Fit every F-curve of the action"),
-    ("SELECTED", "Selected", "Fit only the F-curves selected in the Graph Editor"),
-]
-MODE_ITEMS = [
-    ("AUTO", "Auto", "Try shared knots and per-curve knots, keep whichever writes fewer keys"),
-    ("LATENT", "Shared Keys", "All curves share the same key frames (latent spline of the whole pose)"),
-    ("PER_CHANNEL", "Per Curve", "Every curve gets its own key frames"),
-]
-TARGET_ITEMS = [
-    ("AUTO", "Auto", "The object's action and its shape-key action, whichever are animated"),
-    ("OBJECT", "Object", "The object's own action (object transforms, bones, any animated property)"),
-    ("SHAPE_KEYS", "Shape Keys", "The action animating the object's shape keys"),
-]
-CONTINUITY_ITEMS = [
-    ("C1", "Free Slopes", "Every key gets its own slope, like hand-made Bezier keys (usually the fewest keys)"),
-    ("C2", "Smooth", "Keys with continuous curvature (C2 spline): smoothest motion, usually more keys"),
-    ("AUTO", "Auto", "Try both, keep whichever writes fewer keys (slower)"),
-]
-
-FIT_SETTINGS = (
-    "target",
-    "channels",
-    "mode",
-    "continuity",
-    "max_error_rotation",
-    "max_error_location",
-    "max_error_other",
-    "internal_knots",
-    "degree",
-    "population",
-    "max_iterations",
-    "seed",
-    "snap_to_frames",
-    "free_handles",
-    "keep_original",
-)
-
-
-class ANIM_SIGNALS_OT_fit_latent_spline(StepwiseModal, bpy.types.Operator):
-    """Replace dense keys (mocap, baked animation) with a few exact Bezier keys on optimally placed frames, every original frame within the max error"""
-
-    bl_idname = "anim_signals.fit_latent_spline"
-    bl_label = "Fit Spline"
-    bl_options = {"REGISTER", "UNDO"}
-
-    target: EnumProperty(  # type: ignore[valid-type]
-        name="Target",
-        description="Which animation of the active object to fit: its own action, its shape keys', or both",
-        items=TARGET_ITEMS,
-        default="AUTO",
-    )
-    channels: EnumProperty(  # type: ignore[valid-type]
-        name="Channels",
-        description="Fit every F-curve of the action, or only the curves selected in the Graph Editor",
-        items=CHANNEL_ITEMS,
-        default="ALL",
-    )
-    mode: EnumProperty(  # type: ignore[valid-type]
-        name="Mode",
-        description="Shared keys keep all curves keyed on the same frames (easy to edit poses); "
-        "per-curve keys place each curve's keys where it needs them",
-        items=MODE_ITEMS,
-        default="AUTO",
-    )
-    continuity: EnumProperty(  # type: ignore[valid-type]
-        name="Keys",
-        description="Smooth spline keys, or keys with their own slopes like hand-made Bezier keys",
-        items=CONTINUITY_ITEMS,
-        default="C1",
-    )
-    max_error_rotation: FloatProperty(  # type: ignore[valid-type]
-        name="Max Rotation Error",
-        description="Largest allowed change of any rotation channel at any original frame, in degrees",
-        default=0.5,
-        min=1e-4,
-        soft_max=10.0,
-        precision=3,
-    )
-    max_error_location: FloatProperty(  # type: ignore[valid-type]
-        name="Max Location Error",
-        description="Largest allowed change of any location channel at any original frame, in scene units",
-        default=0.01,
-        min=1e-6,
-        soft_max=1.0,
-        precision=4,
-        subtype="DISTANCE",
-    )
-    max_error_other: FloatProperty(  # type: ignore[valid-type]
-        name="Max Other Error",
-        description="Largest allowed change of scale, shape-key and any other channel at any original frame",
-        default=0.01,
-        min=1e-6,
-        soft_max=1.0,
-        precision=4,
-    )
-    internal_knots: IntProperty(  # type: ignore[valid-type]
-        name="Knots",
-        description="Number of inner keys to start from (0: automatic, the fewest that meet the max error)",
-        default=0,
-        min=0,
-        soft_max=200,
-    )
-    degree: IntProperty(  # type: ignore[valid-type]
-        name="Degree",
-        description="Spline degree: 3 is smooth cubic motion, 1 is linear between keys",
-        default=3,
-        min=1,
-        max=3,
-    )
-    population: IntProperty(  # type: ignore[valid-type]
-        name="Population",
-        description="Candidates per optimiser generation (0: automatic). More explores better, slower",
-        default=0,
-        min=0,
-        soft_max=500,
-    )
-    max_iterations: IntProperty(  # type: ignore[valid-type]
-        name="Iterations",
-        description="Optimiser generations per knot search (0: automatic)",
-        default=0,
-        min=0,
-        soft_max=500,
-    )
-    seed: IntProperty(  # type: ignore[valid-type]
-        name="Seed",
-        description="Random seed of the optimiser: the same seed gives the same keys",
-        default=0,
-        min=0,
-    )
-    snap_to_frames: BoolProperty(  # type: ignore[valid-type]
-        name="Keys on Whole Frames",
-        description="Place every key on a whole frame (may need a few more keys)",
-        default=False,
-    )
-    free_handles: BoolProperty(  # type: ignore[valid-type]
-        name="Free Handle Lengths",
-        description="After the fit, drop every key that one segment with longer or shorter handles "
-        "can replace within the max errors (fewer keys, slower; handles no longer at thirds)",
-        default=False,
-    )
-    keep_original: BoolProperty(  # type: ignore[valid-type]
-        name="Keep Original",
-        description='Leave the original action untouched and assign a fitted copy named "<action>.fit"',
-        default=True,
-    )
-
-    STEP_SECONDS = 0.08  # optimiser work per timer event, so the UI stays responsive to ESC
-    STATUS_TEXT = "Fitting spline... Esc / right-click to cancel"
-    CANCELLED_TEXT = "Fit cancelled: nothing changed"
-    REMOVED_TEXT = "The animated data was removed during the fit: nothing written"
-    FAILED_PREFIX = "Fit failed: "
-    FAILURES = (ValueError, FitCancelled)
-    _t0 = 0.0
-
-    @classmethod
-    def poll(cls, context):
-        ob = context.active_object
-        if ob is None:
-            cls.poll_message_set("No active object")
-            return False
-        if not bridge.animated_ids(ob, "AUTO"):
-            cls.poll_message_set("The active object has no action (nor animated shape keys)")
-            return False
-        return True
-
-    # -- shared steps ------------------------------------------------------------------------
-
-    def _plan_or_report(self, context) -> FitPlan | None:
-        try:
-            plan = plan_fit(
-                context.active_object,
-                target=self.target,
-                channels=self.channels,
-                degree=self.degree,
-                max_error_rotation=self.max_error_rotation,
-                max_error_location=self.max_error_location,
-                max_error_other=self.max_error_other,
-            )
-        except FitInputError as err:
-            self.report({"ERROR"}, str(err))
-            return None
-        for w in plan.warnings:
-            self.report({"WARNING"}, w)
-        return plan
-
-    def _fit_options(self) -> dict:
-        return {
-            "mode": self.mode,
-            "internal_knots": self.internal_knots,
-            "degree": self.degree,
-            "population": self.population or None,
-            "max_iterations": self.max_iterations or None,
-            "seed": self.seed,
-            "snap_to_frames": self.snap_to_frames,
-            "free_handles": self.free_handles,
-            "continuity": self.continuity,
-        }
-
-    def _finish(self, context, plan: FitPlan) -> set[str]:
-        summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
-        summary.seconds = time.perf_counter() - self._t0
-        store_summary(context.scene, summary, plan.object_name)
-        msg = summary.message()
-        if plan.kept:
-            msg += f"; {plan.kept} curve(s) with fewer than {self.degree + 1} keys left as they are"
-        if summary.within_tolerance:
-            self.report({"INFO"}, msg)
-        else:
-            self.report({"WARNING"}, msg + " (some frames exceed the max error)")
-        return {"FINISHED"}
-
-    # -- execute (headless, redo panel) ----------------------------------------------------
-
-    def execute(self, context):
-        self._t0 = time.perf_counter()
-        plan = self._plan_or_report(context)
-        if plan is None:
-            return {"CANCELLED"}
-        wm = context.window_manager
-        wm.progress_begin(0, 100)
-        try:
-            for frac in iter_plan(plan, **self._fit_options()):
-                wm.progress_update(int(100 * frac))
-        except ValueError as err:
-            self.report({"ERROR"}, f"Fit failed: {err}")
-            return {"CANCELLED"}
-        finally:
-            wm.progress_end()
-        return self._finish(context, plan)
-
-    # -- invoke / modal (UI): one optimiser step per timer event ---------------------------
-
-    def invoke(self, context, event):
-        settings = getattr(getattr(context.scene, "anim_signals", None), "fit", None)
-        if settings is not None:
-            for name in FIT_SETTINGS:
-                if not self.properties.is_property_set(name) and hasattr(settings, name):
-                    setattr(self, name, getattr(settings, name))
-        if context.window is None or bpy.app.background:
-            return self.execute(context)  # no event loop: a modal operator would never finish
-        self._t0 = time.perf_counter()
-        plan = self._plan_or_report(context)
-        if plan is None:
-            return {"CANCELLED"}
-        return self.start_stepping(context, plan, iter_plan(plan, **self._fit_options()))
-
-
-
-def menu_func(self, context):
-    self.layout.separator()
-    self.layout.operator(ANIM_SIGNALS_OT_fit_latent_spline.bl_idname, text="Fit Spline (Anim Signals)")
-
-
-classes = (ANIM_SIGNALS_OT_fit_latent_spline,)
-_register, _unregister = bpy.utils.register_classes_factory(classes)
-
-MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key")
-
-
-def register() -> None:
-    _register()
-    add_to_menus(MENUS, menu_func)
-
-
-def unregister() -> None:
-    remove_from_menus(MENUS, menu_func)
-    _unregister()

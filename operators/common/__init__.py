@@ -1,0 +1,13 @@
+"""Machinery every tool's operators share, written once.
+
+- :mod:`.settings`: one definition of a tool's settings for its operator and the sidebar
+  (a settings mixin), and the fill of unset operator properties from the scene's settings.
+- :mod:`.modal`: the operator base classes: settings fill + execute, and long work stepped on a
+  timer with progress, status text and Esc.
+- :mod:`.menus`: adding an operator's entry to Blender menus and taking it out again.
+"""
+
+from .modal import InputError, SettingsOperator, StepwiseOperator
+from .settings import as_keywords, fill_unset, setting_names
+
+__all__ = ["InputError", "SettingsOperator", "StepwiseOperator", "as_keywords", "fill_unset", "setting_names"]

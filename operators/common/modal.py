@@ -1,0 +1,201 @@
+"""Operator base classes: settings fill, input checks, and long work stepped on a timer.
+
+An operator built on these says only *what* to compute and *how* to write it:
+
+- :class:`SettingsOperator`: ``invoke`` fills the properties the caller did not set from the
+  sidebar's settings (``stored_settings``), then runs ``execute``.
+- :class:`StepwiseOperator`: long work as a generator of progress fractions. The operator defines
+  ``prepare(context) -> plan`` (check the input; raise :class:`InputError`), ``steps(plan)`` (the
+  generator; nothing is written to Blender data while it runs) and ``finish(context, plan)`` (write
+  the result, report). ``execute`` (headless runs, scripts, the redo panel) runs the steps to the
+  end with a progress bar; ``invoke`` in a window runs them on a timer: each timer event runs the
+  generator for up to ``STEP_SECONDS`` so Esc stays responsive, the progress bar and status text
+  follow, Esc or right-click closes the generator and reports that nothing changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import bpy
+
+from .settings import fill_unset
+
+__all__ = ["InputError", "SettingsOperator", "StepwiseOperator"]
+
+
+class InputError(Exception):
+    """Bad input: reported to the user as an error; nothing was changed."""
+
+
+def _report_warnings(op: Any, plan: Any) -> None:
+    for message in getattr(plan, "warnings", ()):
+        op.report({"WARNING"}, message)
+
+
+class SettingsOperator:
+    """Operator mixin: properties not set by the caller take the sidebar's values.
+
+    ``SETTINGS`` names the properties shared with the sidebar (see ``common.settings``);
+    ``stored_settings(context)`` returns the tool's PropertyGroup on the scene.
+    """
+
+    SETTINGS: tuple[str, ...] = ()
+
+    @classmethod
+    def stored_settings(cls, context) -> Any:  # pragma: no cover - tools with settings define it
+        return None
+
+    def fill_settings(self, context) -> None:
+        fill_unset(self, self.stored_settings(context), self.SETTINGS)
+
+    def invoke(self, context, event):
+        self.fill_settings(context)
+        return self.execute(context)  # type: ignore[attr-defined]
+
+
+class StepwiseOperator(SettingsOperator):
+    """Operator mixin for long work: a generator of progress fractions, modal with Esc in a window."""
+
+    STEP_SECONDS = 0.08  # work per timer event, so Esc stays responsive
+    STATUS_TEXT = "Working... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Cancelled: nothing changed"
+    REMOVED_TEXT = "The data was removed while working: nothing written"
+    FAILED_PREFIX = ""  # e.g. "Fit failed: "
+    INPUT_ERRORS: tuple[type[BaseException], ...] = (InputError,)  # from prepare(): reported, nothing changed
+    FAILURES: tuple[type[BaseException], ...] = (ValueError,)  # from the steps: reported, nothing written
+
+    _timer: Any = None
+    _gen: Iterator[float] | None = None
+    _plan: Any = None
+    _t0 = 0.0
+
+    # -- what an operator defines ------------------------------------------------------------
+
+    def prepare(self, context) -> Any:  # pragma: no cover - each operator defines it
+        raise NotImplementedError
+
+    def steps(self, plan) -> Iterator[float]:  # pragma: no cover - each operator defines it
+        raise NotImplementedError
+
+    def finish(self, context, plan) -> set[str]:  # pragma: no cover - each operator defines it
+        raise NotImplementedError
+
+    # -- shared ------------------------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        """Seconds since the operator started (input checks, work and writing)."""
+        return time.perf_counter() - self._t0
+
+    def prepare_or_report(self, context) -> Any:
+        """``prepare`` with its input errors reported; ``None`` when the input was refused."""
+        self._t0 = time.perf_counter()
+        try:
+            plan = self.prepare(context)
+        except self.INPUT_ERRORS as err:
+            self.report({"ERROR"}, str(err))  # type: ignore[attr-defined]
+            return None
+        _report_warnings(self, plan)
+        return plan
+
+    def _finish_or_report(self, context, plan) -> set[str]:
+        try:
+            return self.finish(context, plan)
+        except ReferenceError:
+            self.report({"ERROR"}, self.REMOVED_TEXT)  # type: ignore[attr-defined]
+            return {"CANCELLED"}
+
+    def execute(self, context):
+        plan = self.prepare_or_report(context)
+        if plan is None:
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        try:
+            for frac in self.steps(plan):
+                wm.progress_update(int(100 * frac))
+        except self.FAILURES as err:
+            self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
+            return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        return self._finish_or_report(context, plan)
+
+    def invoke(self, context, event):
+        self.fill_settings(context)
+        if context.window is None or bpy.app.background:
+            return self.execute(context)  # no event loop: a modal operator would never finish
+        plan = self.prepare_or_report(context)
+        if plan is None:
+            return {"CANCELLED"}
+        return self.start_stepping(context, plan, self.steps(plan))
+
+    # -- the modal run -----------------------------------------------------------------------
+
+    def start_stepping(self, context, plan, steps: Iterator[float]) -> set[str]:
+        """Begin the modal run of ``steps`` for ``plan``."""
+        self._plan = plan
+        self._gen = steps
+        wm = context.window_manager
+        wm.progress_begin(0, 100)
+        self._timer = wm.event_timer_add(0.02, window=context.window)
+        wm.modal_handler_add(self)
+        if context.workspace is not None:
+            context.workspace.status_text_set(self.STATUS_TEXT)
+        return {"RUNNING_MODAL"}
+
+    def _cleanup(self, context) -> None:
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        gen = self._gen
+        self._gen = None
+        if gen is not None and hasattr(gen, "close"):
+            gen.close()  # generators restore what they changed meanwhile (the scene frame, ...)
+
+    def cancel(self, context) -> None:
+        """Blender ends the operator (file load, window closed): stop without writing."""
+        self._cleanup(context)
+
+    def modal(self, context, event):
+        if event.type in {"ESC", "RIGHTMOUSE"} and event.value == "PRESS":
+            self._cleanup(context)
+            self.report({"WARNING"}, self.CANCELLED_TEXT)  # type: ignore[attr-defined]
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}  # block other input while working (Esc cancels)
+        assert self._gen is not None and self._plan is not None
+        deadline = time.perf_counter() + self.STEP_SECONDS
+        try:
+            while True:  # at least one step per timer event, then until the time slice is used
+                frac = next(self._gen)
+                context.window_manager.progress_update(int(100 * frac))
+                if time.perf_counter() >= deadline:
+                    break
+        except StopIteration:
+            plan = self._plan
+            self._gen = None
+            self._cleanup(context)
+            return self._finish_or_report(context, plan)
+        except self.FAILURES as err:
+            self._gen = None
+            self._cleanup(context)
+            self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
+            return {"CANCELLED"}
+        return {"RUNNING_MODAL"}
+
+
+class StepwiseModal(StepwiseOperator):
+    """TRANSITIONAL (removed once every tool is on StepwiseOperator): the old modal-only base."""
+
+    def finish(self, context, plan) -> set[str]:
+        return self._finish(context, plan)  # type: ignore[attr-defined]
+
+    invoke = None  # type: ignore[assignment]
+    execute = None  # type: ignore[assignment]

@@ -1,0 +1,23 @@
+"""Fit Spline: dense F-curves become a few exact Bezier keys (Mukai, "Latent Nonuniform Splines for
+Animation Approximation"; core: ``anim_signals.splines``; panel: ``panels/fit_spline.py``).
+
+- :mod:`.properties`: the settings (one definition for operator and sidebar) and the last result.
+- :mod:`.fitting`: Blender data in and out: which curves, sampled how; writing the keys.
+- :mod:`.operator`: the operator ``anim_signals.fit_latent_spline`` and its menu entries.
+"""
+
+from . import operator, properties
+
+PROPERTY_CLASSES = properties.classes
+SCENE_PROPERTIES = properties.SCENE_PROPERTIES
+WINDOW_PROPERTIES: dict = {}
+OPERATOR_CLASSES = operator.classes
+
+
+def register() -> None:
+    """After the classes are registered: menu entries."""
+    operator.add_menus()
+
+
+def unregister() -> None:
+    operator.remove_menus()

@@ -1,0 +1,109 @@
+"""Operator ``anim_signals.fit_latent_spline``: dense F-curves -> a few exact Bezier keys.
+
+Thin: :mod:`.fitting` reads and checks the curves, the core fits them, :mod:`.fitting` writes the
+keys. Nothing is written until the fit has finished, so a cancelled or failed fit leaves the
+user's data untouched.
+"""
+
+from __future__ import annotations
+
+import bpy
+
+from ...anim_signals import FitCancelled
+from .. import bridge
+from ..common import StepwiseOperator
+from ..common.menus import add_to_menus, remove_from_menus
+from .fitting import FitInputError, FitPlan, iter_plan, plan_fit, write_plan
+from .properties import FIT_SETTINGS, FitSettings
+
+__all__ = ["ANIM_SIGNALS_OT_fit_latent_spline"]
+
+
+class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types.Operator):
+    """Replace dense keys (mocap, baked animation) with a few exact Bezier keys on optimally placed frames, every original frame within the max error"""
+
+    bl_idname = "anim_signals.fit_latent_spline"
+    bl_label = "Fit Spline"
+    bl_options = {"REGISTER", "UNDO"}
+
+    SETTINGS = FIT_SETTINGS
+    STEP_SECONDS = 0.08  # optimiser work per timer event, so the UI stays responsive to ESC
+    STATUS_TEXT = "Fitting spline... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Fit cancelled: nothing changed"
+    REMOVED_TEXT = "The animated data was removed during the fit: nothing written"
+    FAILED_PREFIX = "Fit failed: "
+    INPUT_ERRORS = (FitInputError,)
+    FAILURES = (ValueError, FitCancelled)
+
+    @classmethod
+    def stored_settings(cls, context):
+        return context.scene.anim_signals.fit
+
+    @classmethod
+    def poll(cls, context):
+        ob = context.active_object
+        if ob is None:
+            cls.poll_message_set("No active object")
+            return False
+        if not bridge.animated_ids(ob, "AUTO"):
+            cls.poll_message_set("The active object has no action (nor animated shape keys)")
+            return False
+        return True
+
+    def fit_options(self) -> dict:
+        """Keyword arguments of the core's ``iter_fit_channels``."""
+        return {
+            "mode": self.mode,
+            "internal_knots": self.internal_knots,
+            "degree": self.degree,
+            "population": self.population or None,
+            "max_iterations": self.max_iterations or None,
+            "seed": self.seed,
+            "snap_to_frames": self.snap_to_frames,
+            "free_handles": self.free_handles,
+            "continuity": self.continuity,
+        }
+
+    def prepare(self, context) -> FitPlan:
+        return plan_fit(
+            context.active_object,
+            target=self.target,
+            channels=self.channels,
+            degree=self.degree,
+            max_error_rotation=self.max_error_rotation,
+            max_error_location=self.max_error_location,
+            max_error_other=self.max_error_other,
+        )
+
+    def steps(self, plan: FitPlan):
+        return iter_plan(plan, **self.fit_options())
+
+    def finish(self, context, plan: FitPlan) -> set[str]:
+        summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
+        summary.seconds = self.elapsed()
+        context.scene.anim_signals.last_fit.store(summary, plan.object_name)
+        msg = summary.message()
+        if plan.kept:
+            msg += f"; {plan.kept} curve(s) with fewer than {self.degree + 1} keys left as they are"
+        if summary.within_tolerance:
+            self.report({"INFO"}, msg)
+        else:
+            self.report({"WARNING"}, msg + " (some frames exceed the max error)")
+        return {"FINISHED"}
+
+
+def menu_func(self, context):
+    self.layout.separator()
+    self.layout.operator(ANIM_SIGNALS_OT_fit_latent_spline.bl_idname, text="Fit Spline (Anim Signals)")
+
+
+MENUS = ("GRAPH_MT_key", "DOPESHEET_MT_key")
+classes = (ANIM_SIGNALS_OT_fit_latent_spline,)
+
+
+def add_menus() -> None:
+    add_to_menus(MENUS, menu_func)
+
+
+def remove_menus() -> None:
+    remove_from_menus(MENUS, menu_func)
