@@ -38,7 +38,7 @@ def register(tools: Sequence[Any]) -> None:
                 fields[field] = prop
         group = _root_group(name, doc, fields)
         bpy.utils.register_class(group)
-        owner.anim_signals = bpy.props.PointerProperty(type=group)  # type: ignore[attr-defined]
+        owner.anim_signals = bpy.props.PointerProperty(type=group)  # type: ignore[union-attr]
         _registered.append((owner, group))
 
 

@@ -4,9 +4,9 @@
 Imported from the extension's ``register()`` only (submodules import bpy).
 """
 
-from . import fit_spline, motion_db_panel, motion_panel, pose_space_panel
+from . import fit_spline, loop_blend_compare, motion_db, pose_space
 
-_modules = (fit_spline, motion_panel, pose_space_panel, motion_db_panel)
+_modules = (fit_spline, loop_blend_compare, pose_space, motion_db)
 
 
 def register() -> None:

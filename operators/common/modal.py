@@ -190,12 +190,3 @@ class StepwiseOperator(SettingsOperator):
             return {"CANCELLED"}
         return {"RUNNING_MODAL"}
 
-
-class StepwiseModal(StepwiseOperator):
-    """TRANSITIONAL (removed once every tool is on StepwiseOperator): the old modal-only base."""
-
-    def finish(self, context, plan) -> set[str]:
-        return self._finish(context, plan)  # type: ignore[attr-defined]
-
-    invoke = None  # type: ignore[assignment]
-    execute = None  # type: ignore[assignment]

@@ -300,3 +300,60 @@ class StepwiseDriver:
             if result != {"RUNNING_MODAL"}:
                 return result
         raise AssertionError("the modal operator did not finish")
+
+
+class FakeLayout:
+    """Records what a panel draws into ``calls``; every drawn property must exist and have a tooltip,
+    every operator argument set must be a property of the operator.
+
+    Recorded: ``("child", layout)`` for each sub-layout, ``("label", text)``, ``("prop", name)``,
+    ``("list", listtype)``, ``("operator", idname)`` and ``("set", name, value)`` for the operator's
+    arguments.
+    """
+
+    def __init__(self, calls: list):
+        self.calls = calls
+        self.use_property_split = self.use_property_decorate = False
+        self.scale_y = 1.0
+        self.enabled = True
+
+    def _child(self, *args, **kwargs):
+        child = FakeLayout(self.calls)
+        self.calls.append(("child", child))
+        return child
+
+    column = row = box = split = _child
+
+    def panel(self, idname, default_closed=False):
+        return FakeLayout(self.calls), FakeLayout(self.calls)
+
+    def label(self, text="", icon="NONE"):
+        self.calls.append(("label", text))
+
+    def separator(self, **kwargs):
+        pass
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r}"
+        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
+        self.calls.append(("prop", name))
+
+    def prop_search(self, data, name, search_data, search_prop, **kwargs):
+        self.prop(data, name)
+
+    def template_list(self, listtype, list_id, data, prop, active_data, active_prop, **kwargs):
+        assert prop in data.bl_rna.properties and active_prop in active_data.bl_rna.properties
+        self.calls.append(("list", listtype))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
+        calls = self.calls
+        calls.append(("operator", idname))
+
+        class _Props:
+            def __setattr__(self, key, value):
+                assert key in rna.properties, f"{idname} has no property {key!r}"
+                calls.append(("set", key, value))
+
+        return _Props()

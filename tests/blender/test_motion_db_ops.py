@@ -6,24 +6,41 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import evaluate, fcurves_of, shared_data
+from _bl_helpers import (
+    FakeLayout,
+    StepwiseDriver,
+    assert_same_state,
+    evaluate,
+    event,
+    fcurves_of,
+    shared_data,
+    snapshot_all,
+)
 
 EXT = "bl_ext.dev.anim_signals"
 FPS = 30
 
 
 @pytest.fixture
-def db_ops(extension):
-    return sys.modules[f"{EXT}.operators.motion_db_ops"]
+def mdb(extension):
+    """The Motion Database tool's modules (operators/motion_db/...)."""
+    names = ("database", "live", "livelink_import", "reconstruct")
+    return types.SimpleNamespace(**{n: sys.modules[f"{EXT}.operators.motion_db.{n}"] for n in names})
+
+
+@pytest.fixture
+def bridge(extension):
+    return sys.modules[f"{EXT}.operators.bridge"]
 
 
 @pytest.fixture
 def ll(extension):
-    return sys.modules[f"{EXT}.anim_signals.livelink"]
+    return sys.modules[f"{EXT}.anim_signals.motiondb.livelink"]
 
 
 @pytest.fixture
@@ -94,7 +111,7 @@ def test_import_onto_active_arkit_mesh_lowercase(scene, ll, tmp_path):
     assert sorted(_key_curves(ob)) == ["eyeBlinkLeft", "jawOpen"]
 
 
-def test_csv_gaps_and_nan_rows_reported(scene, ll, tmp_path, db_ops):
+def test_csv_gaps_and_nan_rows_reported(scene, ll, tmp_path, mdb):
     scene.render.fps = FPS
     t = np.arange(60) / FPS
     keep = np.ones(60, dtype=bool)
@@ -103,7 +120,7 @@ def test_csv_gaps_and_nan_rows_reported(scene, ll, tmp_path, db_ops):
     values[3] = np.nan
     p = tmp_path / "gappy.csv"
     ll.write_csv(p, t[keep], values)
-    s = db_ops.import_live_link(bpy.context, str(p))
+    s = mdb.livelink_import.import_live_link(bpy.context, str(p))
     text = " ".join(s.messages)
     assert "15 dropped frame(s)" in text and "1 row(s) without tracking data" in text
     assert "gaps longer than" in text
@@ -122,7 +139,7 @@ def test_bad_csv(scene, tmp_path):
     assert len(bpy.data.objects) == 0
 
 
-def test_build_reconstruct_exact_and_partial(face_scene, db_ops):
+def test_build_reconstruct_exact_and_partial(face_scene, bridge):
     scene, face, _ = face_scene
     assert bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS") == {"FINISHED"}
     s = scene.anim_signals.motion_db
@@ -136,7 +153,7 @@ def test_build_reconstruct_exact_and_partial(face_scene, db_ops):
     assert bpy.ops.anim_signals.reconstruct_motion(output="BEST_PATH", k=64) == {"FINISHED"}
     out = key.animation_data.action
     assert out.name == "take1.reconstructed" and s.last_action == out.name and s.last_ms > 0
-    src = _key_curves_of_action(db_ops, bpy.data.actions["take1"])
+    src = bridge.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
     got = _key_curves(face)
     frames = np.arange(1, 71, dtype=float)
     for name in ("JawOpen", "EyeBlinkLeft", "MouthSmileRight"):
@@ -155,11 +172,7 @@ def test_build_reconstruct_exact_and_partial(face_scene, db_ops):
         assert key.animation_data.action.name.startswith("take1.reconstructed")
 
 
-def _key_curves_of_action(db_ops, action):
-    return db_ops.bridge.named_channel_curves(action, "SHAPE_KEYS")
-
-
-def test_query_channels_subset_and_missing(face_scene, db_ops):
+def test_query_channels_subset_and_missing(face_scene, mdb, bridge):
     """Query with fewer channels than the database (names matched, the missing ones reported)."""
     scene, face, _ = face_scene
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS", actions="take0,take2")
@@ -171,18 +184,73 @@ def test_query_channels_subset_and_missing(face_scene, db_ops):
     key.animation_data.action = q
     if hasattr(key.animation_data, "action_slot"):
         key.animation_data.action_slot = q.slots[0]
-    curves = db_ops.bridge.named_channel_curves(q, "SHAPE_KEYS", key)
-    slot = db_ops.bridge.get_slot(key)
+    curves = bridge.named_channel_curves(q, "SHAPE_KEYS", key)
+    slot = bridge.get_slot(key)
     for name in list(curves)[:10]:
-        db_ops.bridge.remove_fcurve(q, slot, curves[name])
-    plan = db_ops.plan_query(bpy.context, k=32)
+        bridge.remove_fcurve(q, slot, curves[name])
+    plan = mdb.reconstruct.plan_query(bpy.context, k=32)
     assert len(plan.query_channels) == 42
-    assert any("10 database channel(s) missing from the query" in m for m in plan.messages)
+    assert any("10 database channel(s) missing from the query" in m for m in plan.warnings)
     assert bpy.ops.anim_signals.reconstruct_motion(k=32, output="BEST_PATH") == {"FINISHED"}
     assert len(_key_curves(face)) == 52  # the full pose comes back
     with pytest.raises(RuntimeError, match="not in the database"):
         bpy.ops.anim_signals.reconstruct_motion(input_channels="JawOpen,NoSuchChannel")
     assert bpy.ops.anim_signals.reconstruct_motion(input_channels="JawOpen,MouthSmileLeft", k=16) == {"FINISHED"}
+
+
+def _use_action(key, name: str) -> None:
+    key.animation_data.action = bpy.data.actions[name]
+    if hasattr(key.animation_data, "action_slot"):
+        key.animation_data.action_slot = bpy.data.actions[name].slots[0]
+
+
+def test_unset_properties_take_the_sidebar_settings(face_scene, bridge):
+    """From a menu or F3 (invoke) the properties the caller did not set take the sidebar's values;
+    the reconstruct and live operators share the settings. (Headless Blender never calls invoke:
+    the fill runs on a stand-in, then the operator with the filled values.)"""
+    scene, face, _ = face_scene
+    bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
+    s = scene.anim_signals.motion_db
+    s.output, s.k, s.drop_eyes, s.window = "BEST_PATH", 64, True, 16
+    fill_unset = sys.modules[f"{EXT}.operators.common"].fill_unset
+    for cls in (bpy.types.ANIM_SIGNALS_OT_reconstruct_motion, bpy.types.ANIM_SIGNALS_OT_motion_db_live):
+        assert cls.stored_settings(bpy.context) == s
+        op = types.SimpleNamespace(properties=types.SimpleNamespace(is_property_set=lambda n: n == "window"),
+                                   **{n: None for n in cls.SETTINGS})
+        op.window = 8  # set by the caller: kept
+        fill_unset(op, cls.stored_settings(bpy.context), cls.SETTINGS)
+        assert (op.output, op.k, op.drop_eyes, op.window, op.input_channels) == ("BEST_PATH", 64, True, 8, "ALL")
+    key = face.data.shape_keys
+    _use_action(key, "take1")
+    assert bpy.ops.anim_signals.reconstruct_motion(**{n: getattr(op, n) for n in op.__dict__ if n != "properties"}) == {"FINISHED"}
+    assert s.last_query_channels == 52 - 14
+    assert key.animation_data.action["anim_signals_output"] == "BEST_PATH"
+    src = bridge.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
+    frames = np.arange(1, 71, dtype=float)
+    err = np.abs(evaluate(_key_curves(face)["EyeBlinkLeft"], frames) - evaluate(src["EyeBlinkLeft"], frames))
+    assert err.mean() < 1e-6
+
+
+def test_reconstruct_modal_steps_and_escape(face_scene):
+    """The modal (UI) path: one query frame per timer event; Esc writes nothing."""
+    scene, face, _ = face_scene
+    bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
+    key = face.data.shape_keys
+    _use_action(key, "take1")
+    cls = bpy.types.ANIM_SIGNALS_OT_reconstruct_motion
+    before = snapshot_all()
+    op = StepwiseDriver(cls, bpy.context, output="BEST_PATH", k=32)
+    assert op.modal(bpy.context, event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
+    assert any("Reconstruction cancelled" in msg for _, msg in op.reports)
+    assert_same_state(before, snapshot_all())
+    assert not scene.anim_signals.motion_db.last_action
+    op = StepwiseDriver(cls, bpy.context, output="BEST_PATH", k=32)
+    assert op.modal(bpy.context, event("MOUSEMOVE")) == {"RUNNING_MODAL"}  # other input is blocked
+    assert key.animation_data.action.name == "take1"
+    assert op.run_to_end(bpy.context) == {"FINISHED"}
+    assert key.animation_data.action.name == "take1.reconstructed"
+    assert scene.anim_signals.motion_db.last_frames == 70
 
 
 def test_query_longer_than_any_clip(face_scene, ll, tmp_path):
@@ -198,7 +266,7 @@ def test_query_longer_than_any_clip(face_scene, ll, tmp_path):
     assert np.isfinite(evaluate(fc, np.arange(1, n + 1, dtype=float))).all()
 
 
-def test_live_mode(face_scene, db_ops):
+def test_live_mode(face_scene, mdb):
     scene, face, _ = face_scene
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
     key = face.data.shape_keys
@@ -208,34 +276,43 @@ def test_live_mode(face_scene, db_ops):
     scene.frame_set(1)
     assert bpy.ops.anim_signals.motion_db_live(action="START", output="BEST_PATH", k=32) == {"FINISHED"}
     live = bpy.data.objects["ARKit Face.live"]
-    assert db_ops._on_frame_change in bpy.app.handlers.frame_change_post
+    assert mdb.live._on_frame_change in bpy.app.handlers.frame_change_post
+    status = bpy.context.window_manager.anim_signals.motion_db_live
+    assert status.running and status.object_name == "ARKit Face.live"
     src = _key_curves(face)
     for f in range(2, 20):
         scene.frame_set(f)
     blocks = live.data.shape_keys.key_blocks
     for name in ("JawOpen", "EyeBlinkLeft", "MouthSmileLeft"):
         assert blocks[name].value == pytest.approx(src[name].evaluate(19.0), abs=1e-5)
-    assert scene.anim_signals.motion_db.live_ms > 0
+    assert status.ms > 0 and status.best_length > 0
+    for name in ("live", "live_object", "live_ms", "live_best_length"):  # runtime state: not in the scene
+        assert name not in scene.anim_signals.motion_db.bl_rna.properties
     assert live.data.shape_keys.animation_data is None or live.data.shape_keys.animation_data.action is None
     assert bpy.ops.anim_signals.motion_db_live(action="TOGGLE") == {"FINISHED"}
-    assert db_ops._on_frame_change not in bpy.app.handlers.frame_change_post
+    assert mdb.live._on_frame_change not in bpy.app.handlers.frame_change_post
+    assert not status.running
     before = blocks["JawOpen"].value
     scene.frame_set(40)
     assert blocks["JawOpen"].value == before  # no longer driven
 
 
-def test_save_reload_keeps_database(face_scene, db_ops, tmp_path):
+def test_save_reload_keeps_database(face_scene, mdb, tmp_path):
     scene, face, _ = face_scene
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
-    # The query: another action (not in the database), leaving the takes without users.
+    # Saved while the live mode runs: the live state is runtime only (not saved, dropped on load).
+    assert bpy.ops.anim_signals.motion_db_live(action="START", k=16) == {"FINISHED"}
     path = str(tmp_path / "db.blend")
     bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
-    db_ops._CACHE.clear()
-    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    mdb.database.clear_cache()
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=True)
     try:
+        assert not bpy.context.window_manager.anim_signals.motion_db_live.running
+        assert mdb.live.live_state(bpy.context.scene) is None
+        assert mdb.live._on_frame_change not in bpy.app.handlers.frame_change_post
         s = bpy.context.scene.anim_signals.motion_db
         assert [i.name for i in s.actions] == ["take0", "take1", "take2"]
-        db = db_ops.stored_database(bpy.context.scene)
+        db = mdb.database.stored_database(bpy.context.scene)
         assert db.n_frames == 240 and len(db.channels) == 52
         bpy.context.view_layer.objects.active = bpy.data.objects["ARKit Face"]
         assert bpy.ops.anim_signals.reconstruct_motion(k=16, output="BEST_PATH") == {"FINISHED"}
@@ -243,7 +320,7 @@ def test_save_reload_keeps_database(face_scene, db_ops, tmp_path):
         pass  # the scene fixture clears the data
 
 
-def test_bad_database_input(scene, db_ops, ll, tmp_path):
+def test_bad_database_input(scene, mdb, ll, tmp_path):
     scene.render.fps = FPS
     # No active object, no database.
     with pytest.raises(RuntimeError):
@@ -277,15 +354,15 @@ def test_bad_database_input(scene, db_ops, ll, tmp_path):
     # The database's action removed: reported, not a crash.
     bpy.context.view_layer.objects.active = face
     bpy.data.actions.remove(bpy.data.actions["a"])
-    db_ops._CACHE.clear()
+    mdb.database.clear_cache()
     with pytest.raises(RuntimeError, match="gone"):
         bpy.ops.anim_signals.reconstruct_motion()
     with pytest.raises(RuntimeError, match="gone"):
         bpy.ops.anim_signals.motion_db_live(action="START")
-    assert db_ops._on_frame_change not in bpy.app.handlers.frame_change_post
+    assert mdb.live._on_frame_change not in bpy.app.handlers.frame_change_post
 
 
-def test_armature_database(scene, db_ops):
+def test_armature_database(scene, bridge):
     """Armature actions (pose-bone rotations) as a second source: exact recovery of a database clip."""
     from _bl_helpers import make_armature
 
@@ -302,15 +379,15 @@ def test_armature_database(scene, db_ops):
     assert bpy.ops.anim_signals.reconstruct_motion(output="BEST_PATH", k=16) == {"FINISHED"}
     out = ob.animation_data.action
     assert out.name == "clipA.reconstructed"
-    src = db_ops.bridge.named_channel_curves(a1, "ARMATURE")
-    got = db_ops.bridge.named_channel_curves(out, "ARMATURE", ob)
+    src = bridge.named_channel_curves(a1, "ARMATURE")
+    got = bridge.named_channel_curves(out, "ARMATURE", ob)
     assert sorted(src) == sorted(got)
     for name, fc in src.items():
         np.testing.assert_allclose(evaluate(got[name], frames), evaluate(fc, frames), atol=1e-6, err_msg=name)
 
 
 @pytest.mark.shared_data
-def test_shared_recordings(scene, db_ops):
+def test_shared_recordings(scene):
     folder = shared_data("facial")
     scene.render.fps = 30
     files = sorted(p for p in os.listdir(folder) if p.endswith(".csv"))
@@ -327,3 +404,35 @@ def test_shared_recordings(scene, db_ops):
     assert len(out) == 52
     v = evaluate(out["EyeBlinkLeft"], np.arange(scene.frame_start, scene.frame_start + 50, dtype=float))
     assert np.isfinite(v).all() and v.min() >= -1e-6 and v.max() <= 1.5
+
+
+def _draw_panel(scene) -> list:
+    calls: list = []
+    panel = bpy.types.ANIM_SIGNALS_PT_motion_db
+    ctx = types.SimpleNamespace(scene=scene, window_manager=bpy.context.window_manager)
+    panel.draw(types.SimpleNamespace(layout=FakeLayout(calls), **{n: getattr(panel, n) for n in vars(panel) if n.startswith("_draw")}), ctx)
+    return calls
+
+
+def test_panel_draws_settings_results_and_live(face_scene):
+    scene, face, _ = face_scene
+    calls = _draw_panel(scene)
+    labels = [c[1] for c in calls if c[0] == "label"]
+    assert "No database yet" in labels and not any(t.startswith("Last:") for t in labels)
+    assert ("operator", "anim_signals.import_live_link_csv") in calls
+    set_names = {c[1] for c in calls if c[0] == "set"}
+    assert {"kind", "actions", "input_channels", "drop_eyes", "output", "k", "window", "paths", "a", "b", "stay", "action"} <= set_names
+    props = {c[1] for c in calls if c[0] == "prop"}
+    assert {"kind", "build_actions", "input_channels", "k", "stay"} <= props
+
+    bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
+    assert bpy.ops.anim_signals.reconstruct_motion(k=16, output="BEST_PATH") == {"FINISHED"}
+    _use_action(face.data.shape_keys, "take0")
+    assert bpy.ops.anim_signals.motion_db_live(action="START", k=16) == {"FINISHED"}
+    try:
+        labels = [c[1] for c in _draw_panel(scene) if c[0] == "label"]
+    finally:
+        bpy.ops.anim_signals.motion_db_live(action="STOP")
+    assert "3 clips, 240 frames, 52 channels" in labels and "take2" in labels
+    assert "Last: take2.reconstructed" in labels
+    assert any(t.startswith("ARKit Face.live: ") and "ms/frame" in t for t in labels)

@@ -1,4 +1,4 @@
-"""The pose-space canvas (operators/pose_space_canvas.py, panels/pose_space_panel.py) on generated meshes.
+"""The pose-space canvas (operators/pose_space/canvas_*.py, panels/pose_space*.py) on generated meshes.
 
 Every interaction is checked through its ``execute()`` (the operator called with its result as
 properties) and through its modal path driven with stand-in events, the way the window manager
@@ -21,7 +21,7 @@ import addon_utils
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import make_armature, shared_data
+from _bl_helpers import FakeLayout, make_armature, shared_data
 
 EXT = "bl_ext.dev.anim_signals"
 N_FRAMES = 24
@@ -30,11 +30,25 @@ RECT = (10.0, 20.0, 400.0, 300.0)  # a stand-in canvas rectangle in region pixel
 
 @pytest.fixture
 def pc(extension):
-    return sys.modules[f"{EXT}.operators.pose_space_canvas"]
+    """The canvas's runtime state and geometry."""
+    return sys.modules[f"{EXT}.operators.pose_space.canvas_state"]
+
+
+@pytest.fixture
+def tools(extension):
+    """The canvas's drag tools (navigate, edit time, pin, sketch)."""
+    return sys.modules[f"{EXT}.operators.pose_space.canvas_tools"]
+
+
+@pytest.fixture
+def draw(extension):
+    """The canvas's gpu layer (panels)."""
+    return sys.modules[f"{EXT}.panels.pose_space_canvas_draw"]
 
 
 @pytest.fixture
 def data(extension):
+    """The pose space's script API (build, load, save, apply)."""
     return sys.modules[f"{EXT}.operators.pose_space"]
 
 
@@ -59,8 +73,8 @@ def _grid_frames(n_frames: int = N_FRAMES, nx: int = 9) -> tuple[np.ndarray, lis
 
 def make_space(data, tmp_path, *, k: int = 12, ell: int = 12, m: int = 4, name: str = "flag"):
     """A mesh played by a Mesh Cache (PC2) and its pose space built by the data layer."""
-    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshcache")
-    sys.modules[f"{EXT}.operators.pose_space_canvas"].forget_states()  # views and cursors of earlier tests
+    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshio.meshcache")
+    sys.modules[f"{EXT}.operators.pose_space.canvas_state"].forget_states()  # views and cursors of earlier tests
     verts, faces, frames = _grid_frames()
     path = str(tmp_path / f"{name}.pc2")
     meshcache.write_pc2(path, frames, start=1.0, rate=1.0)
@@ -92,7 +106,8 @@ def key_values(ps_ob, data) -> np.ndarray:
 def expected_values(ps_ob, data, space, p) -> np.ndarray:
     """g(p) as the data layer stores it: value_j = g_j(p) / s_j, s_j = max_i |x_ij| (clipped to the sliders)."""
     scales = np.asarray(data.load_info(ps_ob)["scales"], dtype=float)
-    return np.clip(space.weights_at(np.asarray(p, dtype=float)) / scales, -data.SLIDER_RANGE, data.SLIDER_RANGE)
+    limit = sys.modules[f"{EXT}.operators.pose_space.storage"].SLIDER_RANGE
+    return np.clip(space.weights_at(np.asarray(p, dtype=float)) / scales, -limit, limit)
 
 
 def evaluated_coords(ob) -> np.ndarray:
@@ -117,7 +132,7 @@ OPERATORS = ("pose_space_navigate", "pose_space_edit_time", "pose_space_pin", "p
              "pose_space_save_png")
 
 
-def test_registered(scene, pc):
+def test_registered(scene, draw):
     for name in OPERATORS:
         assert hasattr(bpy.types, f"ANIM_SIGNALS_OT_{name}"), name
     for name in OPERATORS[:4]:
@@ -135,80 +150,39 @@ def test_registered(scene, pc):
         cls = getattr(bpy.types, panel)
         assert (cls.bl_space_type, cls.bl_region_type, cls.bl_category) == ("VIEW_3D", "UI", "Signals")
     assert "HIDE_HEADER" in bpy.types.ANIM_SIGNALS_PT_pose_space_canvas.bl_options
-    assert pc._handle is not None  # the draw handler registers headless (it only draws with a GPU)
-    assert pc._on_frame_change in bpy.app.handlers.frame_change_post
+    assert draw._handle is not None  # the draw handler registers headless (it only draws with a GPU)
+    assert draw._on_frame_change in bpy.app.handlers.frame_change_post
     settings = scene.anim_signals.pose_space_canvas
-    assert settings.height == pc.CANVAS_UNITS and settings.sketch_frames == 0
+    assert settings.height == sys.modules[f"{EXT}.operators.pose_space.properties"].CANVAS_UNITS
+    assert settings.sketch_frames == 0
     kc = bpy.context.window_manager.keyconfigs.addon
     if kc is not None:
-        km = kc.keymaps.get(pc.KEYMAP_NAME)
+        km = kc.keymaps.get(sys.modules[f"{EXT}.operators.pose_space.canvas_view"].KEYMAP_NAME)
         assert km is not None
         assert {k.idname for k in km.keymap_items} >= {"anim_signals.pose_space_canvas_press",
                                                        "anim_signals.pose_space_zoom", "anim_signals.pose_space_pan"}
 
 
-def test_disable_removes_handlers(scene, pc):
+def test_disable_removes_handlers(scene, draw):
+    keymap = sys.modules[f"{EXT}.operators.pose_space.canvas_view"].KEYMAP_NAME
     addon_utils.disable(EXT, default_set=True)
     try:
         assert not hasattr(bpy.types, "ANIM_SIGNALS_OT_pose_space_navigate")
         assert not hasattr(bpy.types, "ANIM_SIGNALS_PT_pose_space_canvas")
-        assert pc._handle is None
+        assert draw._handle is None
         assert not any(getattr(f, "__module__", "").startswith(EXT) for f in bpy.app.handlers.frame_change_post)
+        assert not any(getattr(f, "__module__", "").startswith(EXT) for f in bpy.app.handlers.load_post)
         kc = bpy.context.window_manager.keyconfigs.addon
-        if kc is not None and kc.keymaps.get(pc.KEYMAP_NAME) is not None:
-            assert not any(k.idname.startswith("anim_signals.") for k in kc.keymaps[pc.KEYMAP_NAME].keymap_items)
+        if kc is not None and kc.keymaps.get(keymap) is not None:
+            assert not any(k.idname.startswith("anim_signals.") for k in kc.keymaps[keymap].keymap_items)
     finally:
         assert addon_utils.enable(EXT, default_set=True) is not None
     assert hasattr(bpy.types, "ANIM_SIGNALS_OT_pose_space_navigate")
 
 
-class _Layout:
-    """Records what a panel draws; every drawn property and operator argument must exist."""
-
-    def __init__(self, calls: list):
-        self.calls = calls
-        self.use_property_split = self.use_property_decorate = False
-        self.scale_y = 1.0
-        self.enabled = True
-
-    def _child(self, *args, **kwargs):
-        child = _Layout(self.calls)
-        self.calls.append(("child", child))
-        return child
-
-    column = row = box = split = _child
-
-    def panel(self, idname, default_closed=False):
-        return _Layout(self.calls), _Layout(self.calls)
-
-    def label(self, text="", icon="NONE"):
-        self.calls.append(("label", text))
-
-    def separator(self, **kwargs):
-        pass
-
-    def prop(self, data, name, **kwargs):
-        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r}"
-        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
-        self.calls.append(("prop", name))
-
-    def operator(self, idname, **kwargs):
-        module, name = idname.split(".")
-        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
-        calls = self.calls
-        calls.append(("operator", idname))
-
-        class _Props:
-            def __setattr__(self, key, value):
-                assert key in rna.properties, f"{idname} has no property {key!r}"
-                calls.append(("set", idname, key, value))
-
-        return _Props()
-
-
 def _draw_panel(cls, scene):
     calls: list = []
-    me = types.SimpleNamespace(layout=_Layout(calls))
+    me = types.SimpleNamespace(layout=FakeLayout(calls))
     for name, attr in vars(cls).items():
         if isinstance(attr, staticmethod):
             setattr(me, name, attr.__func__)
@@ -266,18 +240,18 @@ def test_canvas_rect_follows_the_sidebar(pc):
     assert pc.canvas_rect(ctx) is None
 
 
-def test_gpu_layer_helpers(pc):
+def test_gpu_layer_helpers(draw):
     c = np.array([[10.0, 20.0], [30.0, 40.0]])
-    tris = pc.disc_tris(c, 3.0, 12)
+    tris = draw.disc_tris(c, 3.0, 12)
     assert tris.shape == (2 * 12 * 3, 2)
     assert np.allclose(np.linalg.norm(tris[1::3] - np.repeat(c, 12, axis=0), axis=1), 3.0)
-    assert pc.ring_tris(c, 5.0, 4.0, 16).shape == (2 * 16 * 6, 2)
-    assert pc.square_tris(c, 2.0).shape == (12, 2) and pc.square_lines(c, 2.0).shape == (16, 2)
-    assert pc.crosshair_lines(c[0], 9.0, 3.0).shape == (8, 2)
-    assert pc.polyline_segments(np.zeros((5, 2))).shape == (8, 2)
-    dashed = pc.dashed_segments(np.array([[0.0, 0.0], [90.0, 0.0]]), 5.0, 4.0)
+    assert draw.ring_tris(c, 5.0, 4.0, 16).shape == (2 * 16 * 6, 2)
+    assert draw.square_tris(c, 2.0).shape == (12, 2) and draw.square_lines(c, 2.0).shape == (16, 2)
+    assert draw.crosshair_lines(c[0], 9.0, 3.0).shape == (8, 2)
+    assert draw.polyline_segments(np.zeros((5, 2))).shape == (8, 2)
+    dashed = draw.dashed_segments(np.array([[0.0, 0.0], [90.0, 0.0]]), 5.0, 4.0)
     assert dashed.shape == (20, 2) and np.all(np.diff(dashed[:, 0].reshape(-1, 2), axis=1) <= 5.0 + 1e-12)
-    pc._draw_callback()  # background: returns without touching the gpu module
+    draw._draw_callback()  # background: returns without touching the gpu module
 
 
 # ----------------------------------------------------------------------------------------------
@@ -359,12 +333,12 @@ def test_pin_keeps_the_pin_and_lowers_stress(scene, data, tmp_path, core):
     assert bpy.ops.anim_signals.pose_space_pin(frame=-1, clear=True) == {"CANCELLED"}  # nothing to clear
 
 
-def test_sketch_makes_a_sequence_along_the_stroke(scene, data, tmp_path, pc):
+def test_sketch_makes_a_sequence_along_the_stroke(scene, data, tmp_path, pc, tools):
     ps_ob, space = make_space(data, tmp_path)
     lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
     a = np.linspace(0.0, np.pi, 15)
     stroke = 0.5 * (lo + hi) + 0.4 * (hi - lo) * np.column_stack([np.cos(a), np.sin(a)])
-    assert bpy.ops.anim_signals.pose_space_sketch(stroke=pc.stroke_items(stroke), frames=40) == {"FINISHED"}
+    assert bpy.ops.anim_signals.pose_space_sketch(stroke=tools.stroke_items(stroke), frames=40) == {"FINISHED"}
     new = data.load_space(ps_ob)
     assert new.time.frames.size == 40 and np.array_equal(new.time.frames, np.arange(1.0, 41.0))
     path = new.time.evaluate(new.time.frames)
@@ -374,7 +348,7 @@ def test_sketch_makes_a_sequence_along_the_stroke(scene, data, tmp_path, pc):
     assert d.max() < 0.1 * float(np.ptp(stroke, axis=0).max())
     assert np.array_equal(new.positions, space.positions) and new.pose is not None  # g and h kept
     # frames=0: as many frames as before
-    assert bpy.ops.anim_signals.pose_space_sketch(stroke=pc.stroke_items(stroke[::3])) == {"FINISHED"}
+    assert bpy.ops.anim_signals.pose_space_sketch(stroke=tools.stroke_items(stroke[::3])) == {"FINISHED"}
     assert data.load_space(ps_ob).time.frames.size == new.time.frames.size
     # the canvas draws a model whose time signal has another frame count
     geom = pc.canvas_geometry_for(bpy.context, ps_ob, data.load_space(ps_ob), RECT)
@@ -681,10 +655,10 @@ def test_modal_sketch(scene, data, tmp_path, pc):
 
 
 @pytest.mark.shared_data
-def test_navigate_latency_on_the_horse(scene, data, pc, capsys):
+def test_navigate_latency_on_the_horse(scene, data, tools, capsys):
     pc2 = shared_data("mesh", "horse_gallop", "horse_gallop.pc2")
     obj = shared_data("mesh", "horse_gallop", "horse_gallop_reference.obj")
-    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshcache")
+    meshcache = importlib.import_module(f"{EXT}.anim_signals.meshio.meshcache")
     samples, _, _ = meshcache.read_pc2(pc2)
     faces = np.array([[int(v.split("/")[0]) - 1 for v in line.split()[1:4]]
                       for line in obj.read_text().splitlines() if line.startswith("f ")])
@@ -701,8 +675,8 @@ def test_navigate_latency_on_the_horse(scene, data, pc, capsys):
     rng = np.random.default_rng(0)
     lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
     pts = lo + (hi - lo) * rng.random((200, 2))
-    pc.navigate_latency(ps_ob, space, pts[:10])  # warm the caches
-    ms = pc.navigate_latency(ps_ob, space, pts)
+    tools.navigate_latency(ps_ob, space, pts[:10])  # warm the caches
+    ms = tools.navigate_latency(ps_ob, space, pts)
     depsgraph = bpy.context.evaluated_depsgraph_get()
     t0 = time.perf_counter()
     for p in pts[:50]:

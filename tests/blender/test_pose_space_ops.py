@@ -1,6 +1,6 @@
 """Pose space (Cashman & Hormann) in Blender: ``anim_signals.build_pose_space``,
-``anim_signals.pose_space_resample``, ``anim_signals.pose_space_bake`` and the data layer
-``operators.pose_space`` (load / save / apply_position / apply_time) the canvas uses.
+``anim_signals.pose_space_resample``, ``anim_signals.pose_space_bake`` and the script API of
+``operators.pose_space`` (build, load / save, apply_position / apply_time) the canvas uses.
 
 Generated data: a twisting, bending cylinder played by a Mesh Cache (PC2 written here), the same
 motion as shape-key animation, an armature action; real data: the shared horse gallop. Results are
@@ -14,13 +14,14 @@ import math
 import struct
 import sys
 import time
-import types
 
 import bpy
 import numpy as np
 import pytest
 from _bl_helpers import (
+    StepwiseDriver,
     assert_same_state,
+    event,
     fcurves_of,
     keyed,
     make_armature,
@@ -35,7 +36,7 @@ PROP = "anim_signals_pose_space"
 
 @pytest.fixture
 def psd(extension):
-    """operators.pose_space (the data layer) of the installed extension."""
+    """operators.pose_space (its script API) of the installed extension."""
     return sys.modules[f"{EXT}.operators.pose_space"]
 
 
@@ -707,49 +708,18 @@ def test_linked_data_is_read_only(scene, psd, tmp_path):
     _refused("linked from library", "pose_space_resample", speed=0.5)
 
 
-class _FakeBuildOp:
-    """The build operator's modal methods (StepwiseModal) on a stand-in: headless Blender has no event loop."""
-
-    def __init__(self, context, psd, **settings):
-        cls = bpy.types.ANIM_SIGNALS_OT_build_pose_space
-        self.reports: list = []
-        for name in ("modal", "_cleanup", "_finish", "_plan_or_report"):
-            setattr(self, name, types.MethodType(getattr(cls, name), self))
-        for name in ("STATUS_TEXT", "CANCELLED_TEXT", "REMOVED_TEXT", "FAILED_PREFIX", "FAILURES"):
-            setattr(self, name, getattr(cls, name))
-        for prop in bpy.ops.anim_signals.build_pose_space.get_rna_type().properties:
-            if prop.identifier != "rna_type":
-                setattr(self, prop.identifier, prop.default)
-        for k, v in settings.items():
-            setattr(self, k, v)
-        self._t0 = 0.0
-        self.STEP_SECONDS = 0.0  # one frame read per event
-        self._plan = self._plan_or_report(context)
-        assert self._plan is not None, self.reports
-        self._gen = psd.iter_build(self._plan)
-        context.window_manager.progress_begin(0, 100)
-        self._timer = context.window_manager.event_timer_add(0.02, window=context.window)
-
-    def report(self, level, message):
-        self.reports.append((set(level), message))
-
-
 def test_build_modal_steps_to_the_end_and_escape_changes_nothing(scene, psd, tmp_path):
     ob, _ = make_cached_cylinder(tmp_path, n=10)
     bpy.context.view_layer.objects.active = ob
     scene.frame_set(5)
     before = file_state()
-    op = _FakeBuildOp(bpy.context, psd, exact=True)
-    tick = types.SimpleNamespace(type="TIMER", value="NOTHING")
-    assert op.modal(bpy.context, tick) == {"RUNNING_MODAL"}
-    assert op.modal(bpy.context, types.SimpleNamespace(type="ESC", value="PRESS")) == {"CANCELLED"}
+    build_op = bpy.types.ANIM_SIGNALS_OT_build_pose_space
+    op = StepwiseDriver(build_op, bpy.context, exact=True)
+    assert op.modal(bpy.context, event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
     assert op._timer is None and op._gen is None and scene.frame_current == 5
     assert any("cancelled" in msg for _, msg in op.reports)
     assert_same_file(before, file_state())
-    op = _FakeBuildOp(bpy.context, psd, exact=True)
-    for _ in range(1000):
-        result = op.modal(bpy.context, tick)
-        if result != {"RUNNING_MODAL"}:
-            break
-    assert result == {"FINISHED"}, op.reports
+    op = StepwiseDriver(build_op, bpy.context, exact=True)
+    assert op.run_to_end(bpy.context, limit=1000) == {"FINISHED"}, op.reports
     assert psd.load_space(ob).l == 10

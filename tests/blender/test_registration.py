@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import addon_utils
 import bpy
-from _bl_helpers import make_object, run_fit
+from _bl_helpers import FakeLayout, make_object, run_fit
 
 EXT_MODULE = "bl_ext.dev.anim_signals"
 
@@ -55,55 +55,12 @@ def test_disable_and_enable_again(scene):
     assert run_fit(mode="LATENT") == {"FINISHED"}
 
 
-class _FakeLayout:
-    """Records what a panel draws; checks every drawn property and operator argument exists."""
-
-    def __init__(self, calls: list):
-        self.calls = calls
-        self.use_property_split = False
-        self.use_property_decorate = False
-        self.scale_y = 1.0
-        self.enabled = True
-
-    def _child(self, *args, **kwargs):
-        return _FakeLayout(self.calls)
-
-    column = row = box = split = _child
-
-    def panel(self, idname, default_closed=False):
-        return _FakeLayout(self.calls), _FakeLayout(self.calls)
-
-    def label(self, text="", icon="NONE"):
-        self.calls.append(("label", text))
-
-    def separator(self):
-        pass
-
-    def prop(self, data, name, **kwargs):
-        assert name in data.bl_rna.properties, f"panel draws unknown property {name!r}"
-        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
-        self.calls.append(("prop", name))
-
-    def operator(self, idname, **kwargs):
-        module, name = idname.split(".")
-        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
-        calls = self.calls
-        calls.append(("operator", idname))
-
-        class _Props:
-            def __setattr__(self, key, value):
-                assert key in rna.properties, f"operator has no property {key!r}"
-                calls.append(("set", key, value))
-
-        return _Props()
-
-
 def test_panel_draws_settings_and_last_fit(scene):
     panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
     calls: list = []
 
     class _Self:
-        layout = _FakeLayout(calls)
+        layout = FakeLayout(calls)
         _draw_result = staticmethod(panel_cls._draw_result)
 
     class _Ctx:

@@ -17,9 +17,12 @@ import numpy as np
 import pytest
 from _bl_helpers import (
     IS_SLOTTED,
+    FakeLayout,
+    StepwiseDriver,
     action_fcurves_all,
     assert_same_state,
     evaluate,
+    event,
     fcurves_of,
     key_array,
     keyed,
@@ -30,13 +33,18 @@ from _bl_helpers import (
 )
 
 EXT = "bl_ext.dev.anim_signals"
+TOOL = f"{EXT}.operators.loop_blend_compare"
 PERIOD = 24.0
 
 
 @pytest.fixture
-def mo(extension):
-    """operators.motion_ops of the installed extension."""
-    return sys.modules[f"{EXT}.operators.motion_ops"]
+def lbc(extension):
+    """The tool package of the installed extension: ``lbc.loop``, ``lbc.clips``, ``lbc.operators``, ..."""
+    return types.SimpleNamespace(
+        loop=sys.modules[f"{TOOL}.loop"],
+        clips=sys.modules[f"{TOOL}.clips"],
+        operators=sys.modules[f"{TOOL}.operators"],
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -170,7 +178,7 @@ def run(op: str, **kwargs):
 # ----------------------------------------------------------------------------------------------
 
 
-def test_make_cyclic_object_closes_the_seam_and_keeps_travelling(scene, mo):
+def test_make_cyclic_object_closes_the_seam_and_keeps_travelling(scene):
     ob, frames = make_walker()
     original = ob.animation_data.action
     name = original.name
@@ -260,7 +268,7 @@ def test_make_cyclic_auto_range_finds_the_period(scene):
     assert abs(pose) < 1e-5
 
 
-def test_make_cyclic_armature_world_seam_and_root_travel(scene, mo, ext):
+def test_make_cyclic_armature_world_seam_and_root_travel(scene, ext):
     ob = make_humanoid()
     action, frames = animate_humanoid(ob, n_frames=41)
     lo, hi = int(frames[0]), int(frames[-1])
@@ -482,114 +490,30 @@ def test_compare_body_features_across_rigs(scene, tmp_path):
 # ----------------------------------------------------------------------------------------------
 
 
-class _FakeCompareOp:
-    """The compare operator's modal methods on a stand-in (headless Blender has no event loop)."""
-
-    def __init__(self, context, **settings):
-        cls = bpy.types.ANIM_SIGNALS_OT_compare_actions
-        self.reports: list = []
-        for name in ("modal", "_cleanup", "_finish", "_iter", "_plan_or_report"):
-            setattr(self, name, types.MethodType(getattr(cls, name), self))
-        for name in ("STATUS_TEXT", "CANCELLED_TEXT", "REMOVED_TEXT", "FAILED_PREFIX", "FAILURES"):
-            setattr(self, name, getattr(cls, name))  # the StepwiseModal texts of this operator
-        for prop in bpy.ops.anim_signals.compare_actions.get_rna_type().properties:
-            if prop.identifier != "rna_type":
-                setattr(self, prop.identifier, prop.default)
-        for k, v in settings.items():
-            setattr(self, k, v)
-        self._t0 = 0.0
-        self.STEP_SECONDS = 0.0  # one pair per event
-        self._plan = self._plan_or_report(context)
-        assert self._plan is not None, self.reports
-        self._gen = self._iter(self._plan)
-        context.window_manager.progress_begin(0, 100)
-        self._timer = context.window_manager.event_timer_add(0.02, window=context.window)
-
-    def report(self, level, message):
-        self.reports.append((set(level), message))
-
-
-def _event(kind, value="NOTHING"):
-    return types.SimpleNamespace(type=kind, value=value)
-
-
 def test_compare_modal_steps_and_escape_cancels(scene, tmp_path):
     _two_kinds()
     before = snapshot_all()
     png = tmp_path / "esc.png"
-    op = _FakeCompareOp(bpy.context, n_samples=30, image_path=str(png))
-    assert op.modal(bpy.context, _event("TIMER")) == {"RUNNING_MODAL"}
-    assert op.modal(bpy.context, _event("MOUSEMOVE")) == {"RUNNING_MODAL"}
-    assert op.modal(bpy.context, _event("ESC", "PRESS")) == {"CANCELLED"}
+    cls = bpy.types.ANIM_SIGNALS_OT_compare_actions
+    op = StepwiseDriver(cls, bpy.context, n_samples=30, image_path=str(png))
+    assert op.modal(bpy.context, event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, event("MOUSEMOVE")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
     assert op._timer is None and op._gen is None
     assert_same_state(before, snapshot_all())
     assert not any("anim_signals_cluster" in a for a in bpy.data.actions)
     assert not scene.anim_signals.last_compare.valid and not png.exists()
 
-    op = _FakeCompareOp(bpy.context, n_samples=30, image_path=str(png))
-    for _ in range(1000):
-        result = op.modal(bpy.context, _event("TIMER"))
-        if result != {"RUNNING_MODAL"}:
-            break
-    assert result == {"FINISHED"}
+    op = StepwiseDriver(cls, bpy.context, n_samples=30, image_path=str(png))
+    assert op.run_to_end(bpy.context, limit=1000) == {"FINISHED"}
     assert all("anim_signals_cluster" in a for a in bpy.data.actions)
     assert scene.anim_signals.last_compare.valid and png.exists()
-
-
-class _FakeLayout:
-    """Records what a panel draws; every drawn property must exist and have a tooltip."""
-
-    def __init__(self, calls):
-        self.calls = calls
-        self.use_property_split = self.use_property_decorate = False
-        self.scale_y = 1.0
-        self.enabled = True
-
-    def _child(self, *args, **kwargs):
-        return _FakeLayout(self.calls)
-
-    column = row = box = split = _child
-
-    def label(self, text="", icon="NONE"):
-        self.calls.append(("label", text))
-
-    def separator(self):
-        pass
-
-    def prop(self, data, name, **kwargs):
-        assert name in data.bl_rna.properties, name
-        assert data.bl_rna.properties[name].description, f"{name!r} has no tooltip"
-        self.calls.append(("prop", name))
-
-    def prop_search(self, data, name, search_data, search_prop, **kwargs):
-        self.prop(data, name)
-
-    def template_list(self, listtype, list_id, data, prop, active_data, active_prop, **kwargs):
-        assert prop in data.bl_rna.properties and active_prop in active_data.bl_rna.properties
-        self.calls.append(("list", listtype))
-
-    def operator(self, idname, **kwargs):
-        module, name = idname.split(".")
-        rna = getattr(getattr(bpy.ops, module), name).get_rna_type()
-        calls = self.calls
-        calls.append(("operator", idname))
-
-        class _Props:
-            def __setattr__(self, key, value):
-                assert key in rna.properties, key
-                calls.append(("set", key, value))
-
-        return _Props()
 
 
 def _draw(panel_name, scene):
     calls: list = []
     panel_cls = getattr(bpy.types, panel_name)
-    ns = types.SimpleNamespace(layout=_FakeLayout(calls))
-    for attr in ("draw_result", "_settings"):
-        fn = getattr(panel_cls, attr)
-        setattr(ns, attr, types.MethodType(fn, ns) if attr == "_settings" else fn)
-    panel_cls.draw(ns, types.SimpleNamespace(scene=scene))
+    panel_cls.draw(types.SimpleNamespace(layout=FakeLayout(calls)), types.SimpleNamespace(scene=scene))
     return calls
 
 
@@ -624,7 +548,7 @@ def test_panels_draw_settings_and_results(scene, tmp_path):
 
 def test_registered_with_tooltips_and_menus(scene):
     def has_entry(menu):
-        return any(getattr(f, "__module__", "").endswith("motion_ops") for f in getattr(menu.draw, "_draw_funcs", []))
+        return any(getattr(f, "__module__", "") == f"{TOOL}.operators" for f in getattr(menu.draw, "_draw_funcs", []))
 
     assert has_entry(bpy.types.DOPESHEET_MT_key) and has_entry(bpy.types.GRAPH_MT_key)
     expected = {
@@ -645,17 +569,20 @@ def test_registered_with_tooltips_and_menus(scene):
     assert root.compare.n_samples == 100 and not root.last_loop.valid and len(root.compare_results) == 0
 
 
-def test_menu_calls_take_sidebar_settings(scene, mo):
+def test_menu_calls_take_sidebar_settings(scene, lbc):
     """invoke() (menus, F3) fills every property not given explicitly from the sidebar settings.
-    Headless, bpy.ops never calls invoke(): drive the helper it uses."""
+    Headless, bpy.ops never calls invoke(): drive the operator's own fill on a stand-in."""
     settings = scene.anim_signals.loop
     settings.range_mode, settings.frame_start, settings.frame_end, settings.travel = "CUSTOM", 3, 30, "NONE"
+    cls = lbc.operators.ANIM_SIGNALS_OT_make_cyclic
     op = types.SimpleNamespace(
         properties=types.SimpleNamespace(is_property_set=lambda name: name == "travel"),
+        SETTINGS=cls.SETTINGS, stored_settings=cls.stored_settings,
         range_mode="ACTION", frame_start=1, frame_end=100, travel="AUTO",
     )
-    mo._fill_from_settings(op, settings, ("range_mode", "frame_start", "frame_end", "travel"))
+    cls.fill_settings(op, bpy.context)
     assert (op.range_mode, op.frame_start, op.frame_end, op.travel) == ("CUSTOM", 3, 30, "AUTO")
+    assert op.keep_original == settings.keep_original and op.velocity_window == settings.velocity_window
     ob, _ = make_walker(n_frames=50)
     # INVOKE_DEFAULT without a window runs synchronously.
     assert bpy.ops.anim_signals.make_cyclic("INVOKE_DEFAULT") == {"FINISHED"}
@@ -674,29 +601,29 @@ def _refused(op: str, match: str, **kwargs) -> None:
     assert_same_state(before, snapshot_all())
 
 
-def test_loop_no_active_object_or_no_action(scene, mo):
+def test_loop_no_active_object_or_no_action(scene, lbc):
     make_walker()
     bpy.context.view_layer.objects.active = None
     _refused("make_cyclic", "No active object")
     still = _new_empty("Still")
     _refused("make_cyclic", "no action")
-    with pytest.raises(mo.MotionInputError, match="no animation data"):
-        mo.plan_loop(still)
-    with pytest.raises(mo.MotionInputError, match="No active object"):
-        mo.plan_loop(None)
+    with pytest.raises(lbc.clips.MotionInputError, match="no animation data"):
+        lbc.loop.plan_loop(still)
+    with pytest.raises(lbc.clips.MotionInputError, match="No active object"):
+        lbc.loop.plan_loop(None)
 
 
-def test_loop_clip_too_short(scene, mo):
+def test_loop_clip_too_short(scene, lbc):
     make_walker(n_frames=3)
     _refused("make_cyclic", "too short")
     ob, _ = make_walker("Long", n_frames=30)
     _refused("make_cyclic", "too short", range_mode="CUSTOM", frame_start=5, frame_end=7)
     _refused("make_cyclic", "empty", range_mode="CUSTOM", frame_start=9, frame_end=7)
-    with pytest.raises(mo.MotionInputError, match="at least 4"):
-        mo.plan_loop(ob, range_mode="CUSTOM", frame_start=1, frame_end=3)
+    with pytest.raises(lbc.clips.MotionInputError, match="at least 4"):
+        lbc.loop.plan_loop(ob, range_mode="CUSTOM", frame_start=1, frame_end=3)
 
 
-def test_loop_constant_channels(scene, mo):
+def test_loop_constant_channels(scene):
     ob = _new_empty("Constant")
     frames = np.arange(1, 31, dtype=np.float64)
     keyed(ob, "location", frames, np.tile([1.0, 2.0, 3.0], (30, 1)))

@@ -1,0 +1,129 @@
+"""The motion database from Blender actions, and its cache for the session.
+
+The database stored on the scene (``scene.anim_signals.motion_db``) is only a list of action names,
+their kind (shape-key or armature actions) and channel names: the actions are the truth. The core
+``MotionDatabase`` (and its kd-trees) is built from them on demand and cached for the session, keyed
+by a signature of the actions (names, key counts, frame ranges), so edits rebuild it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import bpy
+
+from ...anim_signals.motiondb import MotionDatabase
+from .. import bridge
+from ..common import InputError
+from .data import actions_signature
+from .names import short_list
+
+__all__ = [
+    "LIVE_SUFFIX",
+    "RECONSTRUCTED_SUFFIX",
+    "MotionDBError",
+    "build_database",
+    "candidate_actions",
+    "clear_cache",
+    "store_database",
+    "stored_database",
+]
+
+RECONSTRUCTED_SUFFIX = ".reconstructed"
+LIVE_SUFFIX = ".live"
+
+# Scene name -> (signature of the database's actions and channels, the core database built from them).
+_CACHE: dict[str, tuple[tuple, MotionDatabase]] = {}
+
+
+class MotionDBError(InputError):
+    """Bad input for the motion database: reported to the user, nothing changed."""
+
+
+def candidate_actions(kind: str, names: Sequence[str] | None = None) -> list[Any]:
+    """Actions of ``kind`` (the named ones, in that order, or every one in the file except results)."""
+    if names:
+        out: list[Any] = []
+        for n in names:
+            act = bpy.data.actions.get(n)
+            if act is None:
+                raise MotionDBError(f'No action named "{n}"')
+            if bridge.action_kind(act) != kind:
+                raise MotionDBError(f'Action "{n}" is not a {kind.lower().replace("_", "-")} action')
+            out.append(act)
+        return out
+    return [a for a in bpy.data.actions
+            if bridge.action_kind(a) == kind and not a.name.endswith((RECONSTRUCTED_SUFFIX, LIVE_SUFFIX))]
+
+
+def build_database(actions, kind: str, channels: Sequence[str] | None = None) -> tuple[MotionDatabase, list[str]]:
+    """The core database from ``actions``: the channels common to all of them (or ``channels``).
+
+    Returns the database and warnings (channels left out). Raises :class:`MotionDBError`.
+    """
+    if not actions:
+        raise MotionDBError("The motion database is empty: no action given (or none of this kind in the file)")
+    warnings: list[str] = []
+    per_action = [bridge.named_channel_curves(a, kind) for a in actions]
+    if channels is None:
+        common = [n for n in per_action[0] if all(n in p for p in per_action[1:])]
+        union = {n for p in per_action for n in p}
+        left_out = sorted(union - set(common))
+        if left_out:
+            warnings.append(f"{len(left_out)} channel(s) not in every action left out: {short_list(left_out)}")
+        channels = common
+    if not channels:
+        raise MotionDBError("The actions have no channel in common")
+    clips = []
+    for a in actions:
+        _, values, names = bridge.read_named_channels(a, kind, channels)
+        if len(names) != len(channels):
+            missing = [n for n in channels if n not in names]
+            raise MotionDBError(f'Action "{a.name}" lacks database channel(s): {short_list(missing)}')
+        clips.append(values)
+    try:
+        db = MotionDatabase.from_clips(clips, list(channels), [a.name for a in actions])
+    except ValueError as err:
+        raise MotionDBError(str(err)) from err
+    return db, warnings
+
+
+def _remember(scene, kind: str, db: MotionDatabase, actions) -> None:
+    _CACHE[scene.name] = ((kind, tuple(db.channels), actions_signature(actions)), db)
+
+
+def stored_database(scene) -> MotionDatabase:
+    """The scene's database as a core ``MotionDatabase`` (cached while its actions are unchanged)."""
+    record = scene.anim_signals.motion_db
+    if not len(record.actions):
+        raise MotionDBError("No motion database in this scene: build one first")
+    actions: list[Any] = []
+    for item in record.actions:
+        act = bpy.data.actions.get(item.name)
+        if act is None:
+            raise MotionDBError(f'Action "{item.name}" of the motion database is gone: rebuild the database')
+        actions.append(act)
+    channels = record.channel_names()
+    hit = _CACHE.get(scene.name)
+    if hit is not None and hit[0] == (record.kind, tuple(channels), actions_signature(actions)):
+        return hit[1]
+    db, _ = build_database(actions, record.kind, channels)
+    _remember(scene, record.kind, db, actions)
+    return db
+
+
+def store_database(scene, db: MotionDatabase, kind: str, actions, object_name: str = "") -> None:
+    """Record ``db`` (built from ``actions``) on the scene and cache it; the source actions get a fake
+    user (they are the database: kept when saving)."""
+    scene.anim_signals.motion_db.store(db, kind, object_name)
+    for name in db.clip_names:
+        act = bpy.data.actions.get(name)
+        if act is not None:
+            act.use_fake_user = True
+    _remember(scene, kind, db, actions)
+
+
+def clear_cache() -> None:
+    """Forget every cached core database (they are rebuilt from the actions on demand)."""
+    _CACHE.clear()

@@ -1,0 +1,207 @@
+"""Motion Database operators: ``anim_signals.import_live_link_csv``, ``anim_signals.build_motion_database``,
+``anim_signals.reconstruct_motion`` and the live mode ``anim_signals.motion_db_live``.
+
+Thin: the import, the database, the reconstruction and the live mode are :mod:`.livelink_import`,
+:mod:`.database`, :mod:`.reconstruct` and :mod:`.live`. A reconstruction writes nothing until it
+has finished, so a cancelled or failed one leaves the user's data untouched.
+"""
+
+from __future__ import annotations
+
+import time
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+
+from .. import bridge
+from ..common import SettingsOperator, StepwiseOperator, as_keywords
+from ..common.menus import add_to_menus, remove_from_menus
+from .database import MotionDBError, build_database, candidate_actions, store_database
+from .live import live_state, start_live, stop_live
+from .livelink_import import LiveLinkImportError, import_live_link
+from .names import parse_names
+from .properties import (
+    KIND_ITEMS,
+    OUTPUT_ITEMS,
+    QUERY_SETTINGS,
+    RECONSTRUCT_SETTINGS,
+    SHAPE_KEYS,
+    ReconstructSettings,
+)
+from .reconstruct import QueryPlan, iter_reconstruct, plan_query, write_reconstruction
+
+__all__ = [
+    "ANIM_SIGNALS_OT_build_motion_database",
+    "ANIM_SIGNALS_OT_import_live_link_csv",
+    "ANIM_SIGNALS_OT_motion_db_live",
+    "ANIM_SIGNALS_OT_reconstruct_motion",
+]
+
+
+class ANIM_SIGNALS_OT_import_live_link_csv(bpy.types.Operator):
+    """Import a Live Link Face CSV recording (ARKit blendshapes) as shape-key animation on the active mesh with ARKit-named shape keys, or on a generated face"""
+
+    bl_idname = "anim_signals.import_live_link_csv"
+    bl_label = "Import Live Link Face CSV"
+    bl_options = {"REGISTER", "UNDO"}
+
+    filepath: StringProperty(name="File", description="The Live Link Face CSV file", subtype="FILE_PATH", default="")  # type: ignore[valid-type]
+    filter_glob: StringProperty(default="*.csv", options={"HIDDEN"})  # type: ignore[valid-type]
+    frame_start: IntProperty(name="Start Frame", description="Scene frame of the recording's first frame", default=1)  # type: ignore[valid-type]
+    set_frame_range: BoolProperty(name="Set Frame Range", description="Set the scene's frame range to the recording", default=True)  # type: ignore[valid-type]
+    max_gap: FloatProperty(  # type: ignore[valid-type]
+        name="Max Gap", description="Gaps (dropped frames, lost tracking) longer than this are reported (seconds); all gaps are filled linearly",
+        default=0.25, min=0.0, unit="TIME_ABSOLUTE",
+    )
+
+    def execute(self, context):
+        try:
+            s = import_live_link(context, self.filepath, frame_start=self.frame_start,
+                                 set_frame_range=self.set_frame_range, max_gap=self.max_gap)
+        except LiveLinkImportError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for m in s.messages[1:]:
+            self.report({"WARNING"}, m)
+        self.report({"INFO"}, f'{s.messages[0]} -> "{s.action_name}" on "{s.object_name}"')
+        return {"FINISHED"}
+
+    def invoke(self, context, event):
+        if context.window is None or bpy.app.background:
+            return self.execute(context)
+        context.window_manager.fileselect_add(self)
+        return {"RUNNING_MODAL"}
+
+
+class ANIM_SIGNALS_OT_build_motion_database(bpy.types.Operator):
+    """Build the scene's motion database from actions (shape-key or armature actions): the actions stay the truth, the search index is rebuilt on demand"""
+
+    bl_idname = "anim_signals.build_motion_database"
+    bl_label = "Build Motion Database"
+    bl_options = {"REGISTER", "UNDO"}
+
+    kind: EnumProperty(name="Kind", description="Which actions make the database", items=KIND_ITEMS, default=SHAPE_KEYS)  # type: ignore[valid-type]
+    actions: StringProperty(  # type: ignore[valid-type]
+        name="Actions",
+        description='Comma-separated action names (empty: every action of this kind in the file, except "*.reconstructed" results)',
+        default="",
+    )
+
+    def execute(self, context):
+        t0 = time.perf_counter()
+        try:
+            actions = candidate_actions(self.kind, parse_names(self.actions))
+            db, warnings = build_database(actions, self.kind)
+        except MotionDBError as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        ob = context.active_object
+        store_database(context.scene, db, self.kind, actions, ob.name if ob is not None else "")
+        for w in warnings:
+            self.report({"WARNING"}, w)
+        self.report({"INFO"}, f"Motion database: {db.n_clips} clip(s), {db.n_frames} frames, {len(db.channels)} channels "
+                              f"({time.perf_counter() - t0:.2f} s)")
+        return {"FINISHED"}
+
+
+class ANIM_SIGNALS_OT_reconstruct_motion(ReconstructSettings, StepwiseOperator, bpy.types.Operator):
+    """Rebuild the active object's action from the motion database (denoise, or fill in missing channels): a new action "<action>.reconstructed"""
+
+    bl_idname = "anim_signals.reconstruct_motion"
+    bl_label = "Reconstruct Motion"
+    bl_options = {"REGISTER", "UNDO"}
+
+    SETTINGS = RECONSTRUCT_SETTINGS
+    STATUS_TEXT = "Reconstructing... Esc / right-click to cancel"
+    CANCELLED_TEXT = "Reconstruction cancelled: nothing changed"
+    REMOVED_TEXT = "The query's data was removed during the reconstruction: nothing written"
+    FAILED_PREFIX = "Reconstruction failed: "
+    INPUT_ERRORS = (MotionDBError,)
+    FAILURES = (ValueError, MotionDBError)
+
+    @classmethod
+    def stored_settings(cls, context):
+        return context.scene.anim_signals.motion_db
+
+    @classmethod
+    def poll(cls, context):
+        if context.active_object is None:
+            cls.poll_message_set("No active object")
+            return False
+        return True
+
+    def prepare(self, context) -> QueryPlan:
+        plan = plan_query(context, **as_keywords(self, QUERY_SETTINGS))
+        if not plan.frames.size:
+            raise MotionDBError("The query action has no frames")
+        if (reason := bridge.id_read_only_reason(plan.id_data)) is not None:
+            raise MotionDBError(reason)
+        return plan
+
+    def steps(self, plan: QueryPlan):
+        return iter_reconstruct(plan, self.output)
+
+    def finish(self, context, plan: QueryPlan) -> set[str]:
+        name = write_reconstruction(context.scene, plan, self.output)
+        ms = context.scene.anim_signals.motion_db.last_ms
+        self.report({"INFO"}, f'"{name}": {plan.frames.size} frames from {len(plan.query_channels)} of '
+                              f"{len(plan.db.channels)} channels, {ms:.2f} ms per frame")
+        return {"FINISHED"}
+
+
+class ANIM_SIGNALS_OT_motion_db_live(ReconstructSettings, SettingsOperator, bpy.types.Operator):
+    """Toggle live reconstruction: while the timeline plays, every frame of the active object's action is rebuilt from the motion database onto a duplicate "<name>.live\""""
+
+    bl_idname = "anim_signals.motion_db_live"
+    bl_label = "Live Reconstruction"
+    bl_options = {"REGISTER"}
+
+    SETTINGS = RECONSTRUCT_SETTINGS
+
+    action: EnumProperty(  # type: ignore[valid-type]
+        name="Action", items=[("TOGGLE", "Toggle", ""), ("START", "Start", ""), ("STOP", "Stop", "")], default="TOGGLE",
+    )
+    output: EnumProperty(name="Output", description="What each frame becomes", items=OUTPUT_ITEMS, default="BEST_PATH")  # type: ignore[valid-type]
+
+    @classmethod
+    def stored_settings(cls, context):
+        return context.scene.anim_signals.motion_db
+
+    def execute(self, context):
+        running = live_state(context.scene) is not None
+        if self.action == "STOP" or (self.action == "TOGGLE" and running):
+            stop_live(context.scene)
+            self.report({"INFO"}, "Live reconstruction off")
+            return {"FINISHED"}
+        if running:
+            stop_live(context.scene)
+        try:
+            state = start_live(context, self.output, **as_keywords(self, QUERY_SETTINGS))
+        except (MotionDBError, ValueError) as err:
+            self.report({"ERROR"}, str(err))
+            return {"CANCELLED"}
+        for m in state.plan.warnings:
+            self.report({"WARNING"}, m)
+        self.report({"INFO"}, f'Live reconstruction on: "{state.duplicate_name}" follows the timeline')
+        return {"FINISHED"}
+
+
+def menu_import(self, context):
+    self.layout.operator(ANIM_SIGNALS_OT_import_live_link_csv.bl_idname, text="Live Link Face CSV (.csv) (Anim Signals)")
+
+
+MENUS = ("TOPBAR_MT_file_import",)
+classes = (
+    ANIM_SIGNALS_OT_import_live_link_csv,
+    ANIM_SIGNALS_OT_build_motion_database,
+    ANIM_SIGNALS_OT_reconstruct_motion,
+    ANIM_SIGNALS_OT_motion_db_live,
+)
+
+
+def add_menus() -> None:
+    add_to_menus(MENUS, menu_import)
+
+
+def remove_menus() -> None:
+    remove_from_menus(MENUS, menu_import)

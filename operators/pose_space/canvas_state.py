@@ -1,0 +1,227 @@
+"""The pose-space canvas's runtime state and geometry in the sidebar: per object its view (centre,
+scale), cursor, the stroke being drawn and the model being edited; where the canvas sits in the
+3D Viewport sidebar; what it shows. Shared by the canvas operators and the drawing
+(``panels/pose_space_canvas_draw.py``).
+
+The state is module state, never saved in the .blend (forgotten when a file is loaded). Geometry,
+view transform and hit-testing come from the pure :mod:`anim_signals.posespace.canvas`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import bpy
+import numpy as np
+
+from ...anim_signals.posespace import canvas as cv
+from .storage import space_object, space_of
+
+__all__ = [
+    "CATEGORY",
+    "HIT_RADIUS",
+    "NO_SPACE",
+    "ZOOM_STEP",
+    "CanvasState",
+    "active_space",
+    "canvas_geometry_for",
+    "canvas_rect",
+    "canvas_units",
+    "current_time",
+    "drawable",
+    "forget_states",
+    "has_states",
+    "inside",
+    "poll_space",
+    "state_of",
+    "tag_redraw",
+    "ui_metrics",
+    "view_for",
+]
+
+CATEGORY = "Signals"
+HIT_RADIUS = 8.0  # pixels (times the UI scale)
+ZOOM_STEP = 1.2
+NO_SPACE = "The active object has no pose space: build one first"
+
+
+@dataclass
+class CanvasState:
+    """The canvas of one object, while Blender runs (not saved)."""
+
+    center: tuple[float, float] | None = None  # pose-space point at the canvas centre
+    scale: float | None = None  # pixels per pose-space unit
+    cursor: np.ndarray | None = None  # (2,) pose space
+    stroke: np.ndarray | None = None  # (r, 2) pose space, while sketching
+    preview: Any = None  # PoseSpace being edited (drawn instead of the stored one)
+
+
+_STATES: dict[str, CanvasState] = {}
+
+
+def state_of(ob) -> CanvasState:
+    """The canvas state of ``ob`` (made on first use)."""
+    return _STATES.setdefault(ob.name_full, CanvasState())
+
+
+def forget_states() -> None:
+    """Drop every canvas state (views, cursors, strokes, previews)."""
+    _STATES.clear()
+
+
+def has_states() -> bool:
+    """Some canvas has been shown or used since the file was loaded."""
+    return bool(_STATES)
+
+
+@bpy.app.handlers.persistent
+def _on_load(*args) -> None:
+    forget_states()
+
+
+def register() -> None:
+    """Forget the canvas states whenever a file is loaded."""
+    bpy.app.handlers.load_post.append(_on_load)
+
+
+def unregister() -> None:
+    if _on_load in bpy.app.handlers.load_post:
+        bpy.app.handlers.load_post.remove(_on_load)
+    forget_states()
+
+
+def ui_metrics(context) -> tuple[float, float]:
+    """(widget unit, UI scale) in pixels, as Blender computes U.widget_unit."""
+    system = context.preferences.system
+    scale = float(getattr(system, "ui_scale", 1.0) or 1.0)
+    pixel = float(getattr(system, "pixel_size", 1.0) or 1.0)
+    return float(round(18.0 * scale) + 2.0 * pixel), scale
+
+
+def canvas_units(context) -> int:
+    """The canvas height in UI units (the sidebar's setting)."""
+    return int(context.scene.anim_signals.pose_space_canvas.height)
+
+
+def canvas_rect(context, region=None) -> tuple[float, float, float, float] | None:
+    """The canvas (x0, y0, width, height) in region pixels (y up), or None when there is no room.
+
+    The headerless canvas panel is the first panel of the tab and reserves ``height`` UI units right
+    at its top; the rectangle follows Blender's panel layout (UI_PANEL_MARGIN_X/Y, the style's panel
+    space, the category tabs) in the region's view space, so sidebar scrolling and zoom are followed.
+    """
+    region = region or context.region
+    if region is None or region.width < 40 or region.height < 40:
+        return None
+    unit, scale = ui_metrics(context)
+    v2d = region.view2d
+    x_left, y_top = v2d.region_to_view(0, region.height)
+    x_right, _ = v2d.region_to_view(region.width, region.height)
+    view_w = x_right - x_left
+    tabs = unit if getattr(region, "alignment", "RIGHT") != "LEFT" else 0.0
+    offset = unit if getattr(region, "alignment", "RIGHT") == "LEFT" else 0.0
+    pad = 0.4 * unit + 8.0 * scale  # panel margin + panel space
+    left = offset + pad
+    right = view_w - tabs + offset - pad
+    top = -(0.1 * unit + 8.0 * scale) - 2.0 * scale
+    bottom = top - canvas_units(context) * unit + 4.0 * scale
+    if right - left < 32 or top - bottom < 32:
+        return None
+    x0, y0 = v2d.view_to_region(left, bottom, clip=False)
+    x1, y1 = v2d.view_to_region(right, top, clip=False)
+    if x1 - x0 < 32 or y1 - y0 < 32:
+        return None
+    return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
+
+
+@dataclass(frozen=True)
+class _Shown:
+    """What the canvas draws of a model whose time signal has another frame count than its frame
+    positions (after a sketch or a resample): the positions keep their order, coloured over the
+    time signal's frame range (canvas_geometry wants one time per position)."""
+
+    positions: np.ndarray
+    pose: Any
+    time: Any
+    frames: np.ndarray
+    pins: dict
+
+
+_SHOWN: list[tuple[Any, Any]] = []  # [(model, drawable)]: the last one (keeps the core canvas's cache warm)
+
+
+def drawable(space) -> Any:
+    """``space`` itself, or a :class:`_Shown` stand-in when ``len(space.frames) != space.n``."""
+    frames = np.asarray(space.frames, dtype=float).ravel()
+    if frames.size == space.n:
+        return space
+    if _SHOWN and _SHOWN[0][0] is space:
+        return _SHOWN[0][1]
+    lo, hi = (float(frames.min()), float(frames.max())) if frames.size else (1.0, float(space.n))
+    shown = _Shown(space.positions, space.pose, space.time, np.linspace(lo, hi, space.n), space.pins)
+    _SHOWN[:] = [(space, shown)]
+    return shown
+
+
+def view_for(state: CanvasState, space, rect) -> cv.View:
+    """The canvas view: the state's centre and scale on ``rect`` (fitted to the model the first time)."""
+    x0, y0, w, h = rect
+    if state.center is None or state.scale is None:
+        v = cv.fit_space_view(drawable(space), max(int(w), 1), max(int(h), 1), origin=(x0, y0))
+        state.center, state.scale = v.center, v.scale
+        return v
+    return cv.View(state.center, state.scale, max(int(w), 1), max(int(h), 1), (x0, y0))
+
+
+def inside(rect, xy) -> bool:
+    """The region pixel ``xy`` lies on the canvas ``rect`` (x0, y0, width, height); False without one."""
+    if rect is None:
+        return False
+    x0, y0, w, h = rect
+    return x0 <= xy[0] <= x0 + w and y0 <= xy[1] <= y0 + h
+
+
+def current_time(scene) -> float:
+    """The scene's current frame with its subframe: the time the canvas marks."""
+    return float(scene.frame_current) + float(getattr(scene, "frame_subframe", 0.0))
+
+
+def tag_redraw(context=None) -> None:
+    """Redraw every 3D Viewport (its sidebar shows the canvas, its view shows the pose)."""
+    wm = bpy.context.window_manager if context is None else context.window_manager
+    for win in getattr(wm, "windows", ()):
+        for area in win.screen.areas:
+            if area.type == "VIEW_3D":
+                area.tag_redraw()
+
+
+def active_space(context):
+    """(the pose-space object of the active object, its model); (None, None) without one."""
+    try:
+        ob = space_object(context.active_object)
+    except ReferenceError:
+        return None, None
+    return ob, space_of(ob)
+
+
+def poll_space(cls, context) -> bool:
+    """Operator poll: the active object has a pose space (else a poll message says why not)."""
+    if context.active_object is None:
+        cls.poll_message_set("No active object")
+        return False
+    if active_space(context)[1] is None:
+        cls.poll_message_set(NO_SPACE)
+        return False
+    return True
+
+
+def canvas_geometry_for(context, ob, space, rect) -> cv.CanvasGeometry:
+    """What the canvas shows for ``ob`` in ``rect``: the model being edited (if any), the current
+    frame, the cursor and the stroke being drawn."""
+    st = state_of(ob)
+    shown = st.preview if st.preview is not None else space
+    view = view_for(st, shown, rect)
+    return cv.canvas_geometry(drawable(shown), view, current_time=current_time(context.scene), cursor=st.cursor,
+                              stroke=st.stroke)
+
