@@ -17,7 +17,21 @@ import numpy as np
 
 from ...anim_signals import iter_fit_channels
 from ...anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
-from .. import bridge
+from ..blender_data.actions import (
+    animated_ids,
+    assign_action,
+    copy_action,
+    fcurve_locked,
+    find_fcurve,
+    get_action,
+    get_slot,
+    id_read_only_reason,
+    list_fcurves,
+    slot_identifier,
+)
+from ..blender_data.armatures import bone_heads_world
+from ..blender_data.channels import EULER, LOCATION, QUATERNION, channel_specs
+from ..blender_data.fcurves import count_keys, sample_curves, write_bezier
 from ..common import InputError
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
@@ -36,7 +50,7 @@ class FitJob:
     action: Any  # bpy.types.Action
     slot_identifier: str | None
     fcurves: list  # F-curves to fit
-    specs: list  # bridge.ChannelSpec per fitted curve
+    specs: list  # ChannelSpec per fitted curve
     frames: np.ndarray  # (N,)
     values: np.ndarray  # (N, M) original samples
     fit_values: np.ndarray  # (N, M) unwrapped / hemisphere-continuous samples that are fitted
@@ -62,11 +76,11 @@ def _tolerances(specs, max_rot_deg: float, max_loc: float, max_other: float) -> 
     rot = math.radians(max_rot_deg)
     tol = np.empty(len(specs))
     for j, spec in enumerate(specs):
-        if spec.kind == bridge.EULER:
+        if spec.kind == EULER:
             tol[j] = rot
-        elif spec.kind == bridge.QUATERNION:
+        elif spec.kind == QUATERNION:
             tol[j] = rot / 2.0
-        elif spec.kind == bridge.LOCATION:
+        elif spec.kind == LOCATION:
             tol[j] = max_loc
         else:
             tol[j] = max_other
@@ -76,12 +90,12 @@ def _tolerances(specs, max_rot_deg: float, max_loc: float, max_other: float) -> 
 def _continuous(values: np.ndarray, specs) -> np.ndarray:
     """Unwrap Euler tracks and make complete quaternion tracks hemisphere-continuous."""
     out = values.copy()
-    euler = [j for j, s in enumerate(specs) if s.kind == bridge.EULER]
+    euler = [j for j, s in enumerate(specs) if s.kind == EULER]
     if euler:
         out[:, euler] = unwrap_angles(out[:, euler])
     quats: dict[str, dict[int, int]] = {}
     for j, s in enumerate(specs):
-        if s.kind == bridge.QUATERNION:
+        if s.kind == QUATERNION:
             quats.setdefault(s.data_path, {})[s.array_index] = j
     for comps in quats.values():
         if sorted(comps) == [0, 1, 2, 3]:
@@ -106,7 +120,7 @@ def plan_fit(
     for value, name in ((max_error_rotation, "rotation"), (max_error_location, "location"), (max_error_other, "other")):
         if not (value > 0.0 and math.isfinite(value)):
             raise FitInputError(f"The max {name} error must be positive")
-    ids = bridge.animated_ids(ob, target)
+    ids = animated_ids(ob, target)
     if not ids:
         if target == "SHAPE_KEYS":
             raise FitInputError(f'"{ob.name}" has no shape keys')
@@ -116,19 +130,19 @@ def plan_fit(
     n_locked = n_modifiers = n_curves = 0
     for id_data in ids:
         adt = id_data.animation_data
-        action = bridge.get_action(id_data)
+        action = get_action(id_data)
         if adt is None or action is None:
             raise FitInputError(f'"{id_data.name}" has no animation data (no action to fit)')
         if getattr(adt, "use_tweak_mode", False):
             raise FitInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
-        reason = bridge.id_read_only_reason(id_data) or bridge.id_read_only_reason(action)
+        reason = id_read_only_reason(id_data) or id_read_only_reason(action)
         if reason:
             raise FitInputError(reason)
-        fcurves = bridge.list_fcurves(id_data, selected_only=selected_only)
+        fcurves = list_fcurves(id_data, selected_only=selected_only)
         n_curves += len(fcurves)
         usable = []
         for fc in fcurves:
-            if bridge.fcurve_locked(fc):
+            if fcurve_locked(fc):
                 n_locked += 1
             elif len(fc.modifiers):
                 n_modifiers += 1
@@ -138,8 +152,8 @@ def plan_fit(
                 usable.append(fc)
         if not usable:
             continue
-        specs = bridge.channel_specs(id_data, usable)
-        frames, values = bridge.sample_curves(usable)
+        specs = channel_specs(id_data, usable)
+        frames, values = sample_curves(usable)
         labels = [f'{id_data.name}: {s.label}' for s in specs]
         try:
             check_finite(values, labels)
@@ -151,14 +165,14 @@ def plan_fit(
             FitJob(
                 id_data=id_data,
                 action=action,
-                slot_identifier=bridge.slot_identifier(id_data),
+                slot_identifier=slot_identifier(id_data),
                 fcurves=usable,
                 specs=specs,
                 frames=frames,
                 values=values,
                 fit_values=fit_values,
                 tolerance=tol,
-                keys_before=bridge.count_keys(usable),
+                keys_before=count_keys(usable),
             )
         )
     if n_locked:
@@ -270,14 +284,14 @@ def _summarise(plan: FitPlan) -> FitSummary:
         n_frames_weight.append(float(fit.distortion))
         for j, spec in enumerate(job.specs):
             mx, rms = float(fit.max_abs_error[j]), float(fit.rms_error[j])
-            if spec.kind == bridge.EULER:
+            if spec.kind == EULER:
                 s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(mx))
                 rot_sq.append(np.array([math.degrees(rms) ** 2]))
-            elif spec.kind == bridge.QUATERNION:
+            elif spec.kind == QUATERNION:
                 # A quaternion component error e bounds the rotation angle error by about 2e.
                 s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(2.0 * mx))
                 rot_sq.append(np.array([math.degrees(2.0 * rms) ** 2]))
-            elif spec.kind == bridge.LOCATION:
+            elif spec.kind == LOCATION:
                 s.max_location = max(s.max_location, mx)
                 loc_sq.append(np.array([rms**2]))
             else:
@@ -302,27 +316,27 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
     before: dict[str, tuple[list[int], np.ndarray]] = {}
     for job in armature_jobs:
         frames = _joint_frames(job.frames)
-        before[job.id_data.name] = (frames, bridge.bone_heads_world(scene, job.id_data, frames))
+        before[job.id_data.name] = (frames, bone_heads_world(scene, job.id_data, frames))
 
     copies: dict[str, bpy.types.Action] = {}
     for job in plan.jobs:
         if keep_original:
             key = job.action.name
             if key not in copies:
-                copies[key] = bridge.copy_action(job.action)
+                copies[key] = copy_action(job.action)
             action = copies[key]
-            bridge.assign_action(job.id_data, action, job.slot_identifier)
-            slot = bridge.get_slot(job.id_data)
+            assign_action(job.id_data, action, job.slot_identifier)
+            slot = get_slot(job.id_data)
             targets = []
             for spec in job.specs:
-                fc = bridge.find_fcurve(action, slot, spec.data_path, spec.array_index)
+                fc = find_fcurve(action, slot, spec.data_path, spec.array_index)
                 if fc is None:  # pragma: no cover - the copy has every curve of the original
                     raise RuntimeError(f"{spec.label} missing in the copied action {action.name}")
                 targets.append(fc)
         else:
             targets = job.fcurves
         for fc, curve in zip(targets, job.result.curves, strict=True):
-            bridge.write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
+            write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
         summary.action_names.append(job.id_data.animation_data.action.name)
 
     if armature_jobs:
@@ -330,7 +344,7 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
         worst = 0.0
         for job in armature_jobs:
             frames, heads0 = before[job.id_data.name]
-            heads1 = bridge.bone_heads_world(scene, job.id_data, frames)
+            heads1 = bone_heads_world(scene, job.id_data, frames)
             if heads0.size:
                 worst = max(worst, float(np.linalg.norm(heads1 - heads0, axis=-1).max()) * unit)
         summary.joint_error_cm = worst

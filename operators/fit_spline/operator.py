@@ -10,7 +10,7 @@ from __future__ import annotations
 import bpy
 
 from ...anim_signals import FitCancelled
-from .. import bridge
+from ..blender_data.actions import animated_ids
 from ..common import StepwiseOperator
 from ..common.menus import add_to_menus, remove_from_menus
 from .fitting import FitInputError, FitPlan, iter_plan, plan_fit, write_plan
@@ -45,7 +45,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
         if ob is None:
             cls.poll_message_set("No active object")
             return False
-        if not bridge.animated_ids(ob, "AUTO"):
+        if not animated_ids(ob, "AUTO"):
             cls.poll_message_set("The active object has no action (nor animated shape keys)")
             return False
         return True

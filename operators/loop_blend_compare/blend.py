@@ -17,13 +17,16 @@ from typing import Any
 import numpy as np
 
 from ...anim_signals.manifolds import elastic, from_motion_curve, select_travel
-from .. import bridge
+from ..blender_data.actions import action_slot_identifier, fcurves_of_action, set_action_frame_range
+from ..blender_data.armatures import travel_channels
+from ..blender_data.channels import channel_specs
+from ..blender_data.fcurves import add_cycles_modifier, clear_modifiers, has_cycles, write_dense
+from ..common.text import short_list
 from .clips import (
     MotionInputError,
     continuous,
     find_action,
     sample_action,
-    short_list,
     spec_kinds,
     spec_owners,
 )
@@ -68,8 +71,8 @@ class BlendPlan:
 
 def _common_curves(a_act, b_act, user_a, user_b, warnings: list[str]):
     """The channels both actions animate: (keys, curves of A, curves of B, only in B, only in A)."""
-    fcs_a = bridge.fcurves_of_action(a_act, user_a)
-    fcs_b = bridge.fcurves_of_action(b_act, user_b)
+    fcs_a = fcurves_of_action(a_act, user_a)
+    fcs_b = fcurves_of_action(b_act, user_b)
     for act, fcs in ((a_act, fcs_a), (b_act, fcs_b)):
         if not fcs:
             raise MotionInputError(f'Action "{act.name}" has no F-curves')
@@ -121,21 +124,21 @@ def plan_blend(
     warnings: list[str] = []
     keys, curves_a, curves_b, missing_in_a, missing_in_b = _common_curves(a_act, b_act, user_a, user_b, warnings)
 
-    specs = bridge.channel_specs_of_action(curves_a, user_a)
+    specs = channel_specs(user_a, curves_a)
     kinds, owners = spec_kinds(specs), spec_owners(specs)
     frames_a, values_a = sample_action(a_act, curves_a, "Action")
     frames_b, values_b = sample_action(b_act, curves_b, "Action")
-    specs_b = bridge.channel_specs_of_action(curves_b, user_b)
+    specs_b = channel_specs(user_b, curves_b)
     curve_a = continuous(values_a, specs, owners)
     curve_b = harmonise(continuous(values_b, specs_b, owners), curve_a, kinds, owners)
     for act, c in ((a_act, curve_a), (b_act, curve_b)):
         if not moving_channels(c).any():
             raise MotionInputError(f'Nothing moves in "{act.name}" (its {len(keys)} common channel(s) are constant): nothing to blend')
 
-    travel = bridge.travel_channels(user_a, specs) if user_a is not None else []
+    travel = travel_channels(user_a, specs) if user_a is not None else []
     travel = sorted(set(select_travel(curve_a, travel)) | set(select_travel(curve_b, travel)))
-    a = Clip(a_act, curves_a, frames_a, values_a, curve_a, all(bridge.has_cycles(fc) for fc in curves_a), user_a)
-    b = Clip(b_act, curves_b, frames_b, values_b, curve_b, all(bridge.has_cycles(fc) for fc in curves_b), user_b)
+    a = Clip(a_act, curves_a, frames_a, values_a, curve_a, all(has_cycles(fc) for fc in curves_a), user_a)
+    b = Clip(b_act, curves_b, frames_b, values_b, curve_b, all(has_cycles(fc) for fc in curves_b), user_b)
     weights = [i / (count + 1) for i in range(1, count + 1)] if count > 0 else [float(weight)]
     target = id_playing_paths(ob, [k[0] for k in keys]) if assign else None
     if assign and ob is not None and target is None:
@@ -147,7 +150,7 @@ def plan_blend(
         specs=specs,
         kinds=kinds,
         owners=owners,
-        slot_identifier=bridge.action_slot_identifier(a_act, user_a),
+        slot_identifier=action_slot_identifier(a_act, user_a),
         closed=_closed(cyclic, a, b, travel),
         travel=travel,
         weights=weights,
@@ -208,11 +211,11 @@ def write_blend(plan: BlendPlan, results: Sequence[np.ndarray], *, align: bool =
         start = int(round((1.0 - w) * plan.a.frames[0] + w * plan.b.frames[0]))
         frames = start + np.arange(values.shape[0], dtype=np.float64)
         for j, target in enumerate(curves):
-            bridge.clear_modifiers(target)
-            bridge.write_dense(target, frames, values[:, j])
+            clear_modifiers(target)
+            write_dense(target, frames, values[:, j])
             if plan.closed:
-                bridge.add_cycles(target, "REPEAT_OFFSET")
-        bridge.set_action_frame_range(act, frames[0], frames[-1], cyclic=plan.closed)
+                add_cycles_modifier(target, "REPEAT_OFFSET")
+        set_action_frame_range(act, frames[0], frames[-1], cyclic=plan.closed)
         new_actions.append(act)
         s.action_names.append(act.name)
     if plan.target is not None and new_actions:

@@ -10,7 +10,9 @@ import numpy as np
 
 from ...anim_signals.channels import check_finite as _core_check_finite
 from ...anim_signals.manifolds import to_motion_curve
-from .. import bridge
+from ..blender_data.actions import action_frame_range
+from ..blender_data.channels import EULER, QUATERNION
+from ..blender_data.fcurves import sample_curves
 from ..common import InputError
 
 __all__ = [
@@ -21,13 +23,12 @@ __all__ = [
     "continuous",
     "find_action",
     "sample_action",
-    "short_list",
     "spec_kinds",
     "spec_owners",
 ]
 
 MIN_FRAMES = 4
-ROTATION_KINDS = (bridge.EULER, bridge.QUATERNION)
+ROTATION_KINDS = (EULER, QUATERNION)
 
 
 class MotionInputError(InputError):
@@ -35,7 +36,7 @@ class MotionInputError(InputError):
 
 
 def spec_kinds(specs) -> list[str]:
-    """Each channel's kind (``bridge.ChannelSpec.kind``)."""
+    """Each channel's kind (``ChannelSpec.kind``)."""
     return [s.kind for s in specs]
 
 
@@ -58,11 +59,6 @@ def check_finite(values: np.ndarray, labels: list[str], verb: str) -> None:
         _core_check_finite(values, labels)
     except ValueError as err:
         raise MotionInputError(f"Cannot {verb} non-finite data: {err}") from err
-
-
-def short_list(items: Sequence[str], n: int = 4) -> str:
-    """The first ``n`` items, comma-separated, and how many more there are."""
-    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")
 
 
 def find_action(name: str):
@@ -89,11 +85,11 @@ def sample_action(action, fcurves, what: str) -> tuple[np.ndarray, np.ndarray]:
 
     Raises MotionInputError when the range is shorter than MIN_FRAMES or a value is not finite.
     """
-    lo, hi = bridge.action_frame_range(action, fcurves)
+    lo, hi = action_frame_range(action, fcurves)
     n = hi - lo + 1
     if n < MIN_FRAMES:
         raise MotionInputError(f'{what} "{action.name}" is too short: {n} frame(s), at least {MIN_FRAMES} are needed')
     frames = np.arange(lo, hi + 1, dtype=np.float64)
-    _, values = bridge.sample_curves(fcurves, frames)
+    _, values = sample_curves(fcurves, frames)
     check_finite(values, [f'"{action.name}": {fc.data_path}[{fc.array_index}]' for fc in fcurves], "use")
     return frames, values

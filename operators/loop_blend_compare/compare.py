@@ -21,7 +21,11 @@ import numpy as np
 
 from ...anim_signals.imaging import raster
 from ...anim_signals.manifolds import elastic, skeleton
-from .. import bridge
+from ..blender_data.actions import fcurves_of_action, get_action
+from ..blender_data.armatures import bone_heads_with_action, bone_hierarchy
+from ..blender_data.channels import bone_name_of_path, channel_specs
+from ..blender_data.images import write_image
+from ..common.text import parse_names, short_list
 from .clips import (
     MIN_FRAMES,
     ROTATION_KINDS,
@@ -30,7 +34,6 @@ from .clips import (
     continuous,
     find_action,
     sample_action,
-    short_list,
 )
 from .curves import harmonise, moving_channels
 from .data import animated_bones, armature_with_bones, armatures_using, object_playing, store_on_actions
@@ -42,7 +45,6 @@ __all__ = [
     "body_curve",
     "finish_compare",
     "iter_compare",
-    "parse_action_names",
     "plan_compare",
     "resolve_image_path",
 ]
@@ -76,11 +78,6 @@ class ComparePlan:
     body_jobs: list[BodyJob] = field(default_factory=list)  # BODY: actions still to evaluate into curves
 
 
-def parse_action_names(text: str) -> list[str]:
-    """The names in a comma-separated list (spaces around names ignored, empty names dropped)."""
-    return [n.strip() for n in text.split(",") if n.strip()]
-
-
 def resolve_image_path(image_path: str) -> str:
     """'' -> "//anim_signals_dendrogram.png" next to a saved .blend, else the temp dir."""
     if not image_path.strip():
@@ -94,7 +91,7 @@ def resolve_image_path(image_path: str) -> str:
 
 
 def _bones_of(keys) -> set[str]:
-    return {b for p, _ in keys if (b := bridge.bone_name_of_path(p))}
+    return {b for p, _ in keys if (b := bone_name_of_path(p))}
 
 
 def _mismatch(ref_keys, keys) -> str:
@@ -105,8 +102,8 @@ def _mismatch(ref_keys, keys) -> str:
     miss_b = sorted(_bones_of(missing) - _bones_of(keys))
     extra_b = sorted(_bones_of(extra) - _bones_of(ref_keys))
     # Channels not explained by a whole missing / extra bone.
-    miss_c = [f"{p}[{i}]" for p, i in missing if bridge.bone_name_of_path(p) not in miss_b]
-    extra_c = [f"{p}[{i}]" for p, i in extra if bridge.bone_name_of_path(p) not in extra_b]
+    miss_c = [f"{p}[{i}]" for p, i in missing if bone_name_of_path(p) not in miss_b]
+    extra_c = [f"{p}[{i}]" for p, i in extra if bone_name_of_path(p) not in extra_b]
     parts = []
     if miss_b:
         parts.append("missing bones " + short_list(miss_b))
@@ -128,8 +125,8 @@ def _channel_curves(actions, ob) -> list[np.ndarray]:
     curves: list[np.ndarray] = []
     for action in actions:
         user = object_playing(action, ob)
-        fcs = bridge.fcurves_of_action(action, user)
-        specs = bridge.channel_specs_of_action(fcs, user)
+        fcs = fcurves_of_action(action, user)
+        specs = channel_specs(user, fcs)
         rot = [(fc, sp) for fc, sp in zip(fcs, specs, strict=True) if sp.kind in ROTATION_KINDS]
         if not rot:
             raise MotionInputError(f'Action "{action.name}" has no rotation channels to compare (try Body features)')
@@ -181,11 +178,11 @@ def _body_jobs(actions, ob, n_samples: int) -> list[BodyJob]:
     jobs = []
     for action in actions:
         arm = _armature_for(action, active_arm)
-        fcs = bridge.fcurves_of_action(action, arm if bridge.get_action(arm) == action else None)
+        fcs = fcurves_of_action(action, arm if get_action(arm) == action else None)
         if not fcs:
             raise MotionInputError(f'Action "{action.name}" has no F-curves')
         whole, _ = sample_action(action, fcs, "Action")  # length and finite checks
-        names, parents = bridge.bone_hierarchy(arm)
+        names, parents = bone_hierarchy(arm)
         found = skeleton.canonical_joints(names, parents)
         missing = [k for k in skeleton.REQUIRED if k not in found]
         if missing:
@@ -201,8 +198,8 @@ def _body_jobs(actions, ob, n_samples: int) -> list[BodyJob]:
 def body_curve(job: BodyJob, scene) -> np.ndarray:
     """Skeleton-independent features of one action: world joint heads of its armature playing it
     (the armature's own action and slot restored afterwards)."""
-    heads = bridge.bone_heads_with_action(scene, job.armature, job.action, job.frames.tolist())
-    names, parents = bridge.bone_hierarchy(job.armature)
+    heads = bone_heads_with_action(scene, job.armature, job.action, job.frames.tolist())
+    names, parents = bone_hierarchy(job.armature)
     try:
         feats = np.asarray(skeleton.body_features(heads, names, parents), dtype=float)
     except ValueError as err:
@@ -222,7 +219,7 @@ def _chosen_actions(names: list[str], features: str) -> list:
             if act not in chosen:
                 chosen.append(act)
         return chosen
-    chosen = [a for a in bpy.data.actions if bridge.fcurves_of_action(a)]
+    chosen = [a for a in bpy.data.actions if fcurves_of_action(a)]
     if features == "BODY":
         chosen = [a for a in chosen if animated_bones(a)]
     return chosen
@@ -238,7 +235,7 @@ def plan_compare(
     image_path: str = "",
 ) -> ComparePlan:
     """Pick, check and sample the actions. Raises MotionInputError."""
-    names = parse_action_names(actions)
+    names = parse_names(actions)
     chosen = _chosen_actions(names, features)
     if len(chosen) < 2:
         where = "listed" if names else "with F-curves in the file"
@@ -250,7 +247,7 @@ def plan_compare(
         plan.body_jobs = _body_jobs(chosen, ob, n_samples)  # evaluated step by step in iter_compare
     else:
         plan.curves = _channel_curves(chosen, ob)
-    ref_action = bridge.get_action(ob) if ob is not None else None
+    ref_action = get_action(ob) if ob is not None else None
     plan.reference = chosen.index(ref_action) if ref_action in chosen else None
     return plan
 
@@ -332,5 +329,5 @@ def finish_compare(plan: ComparePlan, *, n_clusters: int = 0, metric: str = "ELA
         s.warnings.append(f"Could not write {plan.image_path}: {err}")
     for action, label in store_on_actions(plan.actions, CLUSTER_PROPERTY, s.labels):
         s.warnings.append(f'"{action.name}" is read-only: cluster {label} not stored on it')
-    s.image_name = bridge.write_image(DENDROGRAM_IMAGE, rgba).name
+    s.image_name = write_image(DENDROGRAM_IMAGE, rgba).name
     return s

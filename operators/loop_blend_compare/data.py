@@ -8,7 +8,20 @@ from typing import Any
 
 import bpy
 
-from .. import bridge
+from ..blender_data.actions import (
+    action_fcurves,
+    assign_action,
+    copy_action,
+    fcurves_of_action,
+    find_fcurve,
+    get_action,
+    get_slot,
+    id_has_paths,
+    id_read_only_reason,
+    objects_using_action,
+    remove_fcurve,
+)
+from ..blender_data.channels import bone_name_of_path
 
 __all__ = [
     "animated_bones",
@@ -26,20 +39,20 @@ __all__ = [
 
 def object_playing(action, ob):
     """An object animated by ``action``: ``ob`` when it uses it, else any user, else ``None``."""
-    if ob is not None and bridge.get_action(ob) == action:
+    if ob is not None and get_action(ob) == action:
         return ob
-    users = bridge.objects_using_action(action)
+    users = objects_using_action(action)
     return users[0] if users else None
 
 
 def armatures_using(action) -> list:
     """The armature objects animated by ``action``."""
-    return [o for o in bridge.objects_using_action(action) if o.type == "ARMATURE"]
+    return [o for o in objects_using_action(action) if o.type == "ARMATURE"]
 
 
 def animated_bones(action) -> set[str]:
     """Names of the bones ``action`` has F-curves for."""
-    return {b for fc in bridge.fcurves_of_action(action) if (b := bridge.bone_name_of_path(fc.data_path))}
+    return {b for fc in fcurves_of_action(action) if (b := bone_name_of_path(fc.data_path))}
 
 
 def armature_with_bones(bones: set[str], preferred=None):
@@ -63,7 +76,7 @@ def id_playing_paths(ob, data_paths: Iterable[str]):
     if shape_keys is not None:
         candidates.append(shape_keys)
     for id_data in candidates:
-        if bridge.id_read_only_reason(id_data) is None and bridge.id_has_paths(id_data, paths):
+        if id_read_only_reason(id_data) is None and id_has_paths(id_data, paths):
             return id_data
     return None
 
@@ -95,13 +108,13 @@ def writable_curves(jobs: Sequence[Any], *, keep_original: bool, suffix: str) ->
             continue
         key = job.action.name
         if key not in copies:
-            copies[key] = bridge.copy_action(job.action, f"{key}{suffix}")
+            copies[key] = copy_action(job.action, f"{key}{suffix}")
         action = copies[key]
-        bridge.assign_action(job.id_data, action, job.slot_identifier)
-        slot = bridge.get_slot(job.id_data)
+        assign_action(job.id_data, action, job.slot_identifier)
+        slot = get_slot(job.id_data)
         curves = []
         for spec in job.specs:
-            fc = bridge.find_fcurve(action, slot, spec.data_path, spec.array_index)
+            fc = find_fcurve(action, slot, spec.data_path, spec.array_index)
             if fc is None:  # pragma: no cover - the copy has every curve of the original
                 raise RuntimeError(f"{spec.label} missing in the copied action {action.name}")
             curves.append(fc)
@@ -115,17 +128,17 @@ def copy_with_channels(action, name: str, slot_identifier: str | None, keys: Seq
     The original is left alone. Returns the copy and its curves for ``keys``, in that order (read
     from the slot ``slot_identifier`` on Blender 4.4+).
     """
-    copy = bridge.duplicate_action(action, name)
+    copy = copy_action(action, name)
     slot = None
     if slot_identifier is not None and hasattr(copy, "slots"):
         slot = copy.slots.get(slot_identifier)
     wanted = set(keys)
-    for fc in bridge.action_fcurves(copy, slot):
+    for fc in action_fcurves(copy, slot):
         if (fc.data_path, fc.array_index) not in wanted:
-            bridge.remove_fcurve(copy, slot, fc)
+            remove_fcurve(copy, slot, fc)
     curves = []
     for path, index in keys:
-        curve = bridge.find_fcurve(copy, slot, path, index)
+        curve = find_fcurve(copy, slot, path, index)
         if curve is None:  # pragma: no cover - the copy has every curve of the original
             raise RuntimeError(f"{path}[{index}] missing in the copied action {copy.name}")
         curves.append(curve)
@@ -135,11 +148,11 @@ def copy_with_channels(action, name: str, slot_identifier: str | None, keys: Seq
 def assign_keeping_previous(id_data, action, slot_identifier: str | None) -> bool:
     """Assign ``action`` to ``id_data``; its previous local action gets a fake user if this was its
     last user. Returns whether the assignment was made (Blender refuses a slot of another ID type)."""
-    old = bridge.get_action(id_data)
+    old = get_action(id_data)
     if old is not None and old.library is None and old.users <= 1:
         old.use_fake_user = True
     try:
-        bridge.assign_action(id_data, action, slot_identifier)
+        assign_action(id_data, action, slot_identifier)
     except (RuntimeError, TypeError, ValueError):  # pragma: no cover - a slot of another ID type
         return False
     return True
@@ -150,7 +163,7 @@ def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -
     (linked or overridden) left unchanged, with the value they did not get."""
     skipped = []
     for action, value in zip(actions, values, strict=True):
-        if bridge.id_read_only_reason(action) is None:
+        if id_read_only_reason(action) is None:
             action[prop] = int(value)
         else:
             skipped.append((action, int(value)))

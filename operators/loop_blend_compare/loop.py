@@ -16,7 +16,19 @@ import bpy
 import numpy as np
 
 from ...anim_signals.manifolds import find_cycle, from_motion_curve, make_loop, select_travel
-from .. import bridge
+from ..blender_data.actions import (
+    action_frame_range,
+    animated_ids,
+    fcurve_locked,
+    get_action,
+    id_read_only_reason,
+    list_fcurves,
+    set_action_frame_range,
+    slot_identifier,
+)
+from ..blender_data.armatures import bone_heads_world, bone_hierarchy, figure_height, travel_channels
+from ..blender_data.channels import LOCATION, channel_specs
+from ..blender_data.fcurves import add_cycles_modifier, modifier_types, sample_curves, write_dense
 from .clips import MIN_FRAMES, MotionInputError, check_finite, continuous, spec_kinds, spec_owners
 from .curves import finite_max, finite_rms, joint_seam, location_mask, moving_channels, rotation_degrees
 from .data import cm_per_unit, writable_curves
@@ -62,9 +74,9 @@ def _usable_curves(fcurves, warnings: list[str], what: str) -> list:
     usable = []
     n_locked = n_mod = 0
     for fc in fcurves:
-        if bridge.fcurve_locked(fc):
+        if fcurve_locked(fc):
             n_locked += 1
-        elif bridge.modifier_types(fc) - {"CYCLES"}:
+        elif modifier_types(fc) - {"CYCLES"}:
             n_mod += 1
         else:
             usable.append(fc)
@@ -80,10 +92,10 @@ def _unit_weights(jobs, kinds) -> np.ndarray:
     for armature channels (their units are the armature's: cm for many BVH files), 1 otherwise."""
     weights = np.ones(len(kinds))
     for job in jobs:
-        height = bridge.figure_height(job.id_data) if isinstance(job.id_data, bpy.types.Object) else 0.0
+        height = figure_height(job.id_data) if isinstance(job.id_data, bpy.types.Object) else 0.0
         if height > 0.0:
             for j in range(job.columns.start, job.columns.stop):
-                if kinds[j] == bridge.LOCATION:
+                if kinds[j] == LOCATION:
                     weights[j] = 2.0 / height
     return weights
 
@@ -92,21 +104,21 @@ def _loopable_ids(ob, warnings: list[str]) -> list[tuple[Any, Any, list]]:
     """(ID, action, usable curves) of every animated ID of ``ob`` that has curves to loop."""
     if ob is None:
         raise MotionInputError("No active object: select an animated object")
-    ids = bridge.animated_ids(ob, "AUTO")
+    ids = animated_ids(ob, "AUTO")
     if not ids:
         raise MotionInputError(f'"{ob.name}" has no animation data (no action to loop)')
     found = []
     for id_data in ids:
         adt = id_data.animation_data
-        action = bridge.get_action(id_data)
+        action = get_action(id_data)
         if getattr(adt, "use_tweak_mode", False):
             raise MotionInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
         if action is None:  # pragma: no cover - animated_ids('AUTO') only lists IDs with an action
             continue
-        reason = bridge.id_read_only_reason(id_data) or bridge.id_read_only_reason(action)
+        reason = id_read_only_reason(id_data) or id_read_only_reason(action)
         if reason:
             raise MotionInputError(reason)
-        usable = _usable_curves(bridge.list_fcurves(id_data), warnings, f'"{id_data.name}"')
+        usable = _usable_curves(list_fcurves(id_data), warnings, f'"{id_data.name}"')
         if usable:
             found.append((id_data, action, usable))
     if not found:
@@ -121,7 +133,7 @@ def _loop_frames(found, range_mode: str, frame_start: int, frame_end: int) -> np
         if hi < lo:
             raise MotionInputError(f"The frame range {lo}-{hi} is empty: the end must come after the start")
     else:
-        lo, hi = bridge.action_frame_range(found[0][1], [fc for _, _, fcs in found for fc in fcs])
+        lo, hi = action_frame_range(found[0][1], [fc for _, _, fcs in found for fc in fcs])
     n = hi - lo + 1
     if n < MIN_FRAMES:
         raise MotionInputError(
@@ -175,14 +187,14 @@ def plan_loop(
     blocks, kinds, owners, labels, all_specs = [], [], [], [], []
     col = 0
     for i, (id_data, action, usable) in enumerate(found):
-        specs = bridge.channel_specs(id_data, usable)
-        _, values = bridge.sample_curves(usable, frames)
+        specs = channel_specs(id_data, usable)
+        _, values = sample_curves(usable, frames)
         blocks.append(values)
         kinds += spec_kinds(specs)
         owners += spec_owners(specs, f"{i}:")
         all_specs += specs
         labels += [f"{id_data.name}: {s.label}" for s in specs]
-        jobs.append(LoopJob(id_data, action, bridge.slot_identifier(id_data), usable, specs, slice(col, col + len(usable))))
+        jobs.append(LoopJob(id_data, action, slot_identifier(id_data), usable, specs, slice(col, col + len(usable))))
         col += len(usable)
     values = np.concatenate(blocks, axis=1)
     check_finite(values, labels, "loop")
@@ -194,7 +206,7 @@ def plan_loop(
     travel_cols: list[int] = []
     if travel == "AUTO":
         for job in jobs:
-            travel_cols += [job.columns.start + j for j in bridge.travel_channels(job.id_data, job.specs)]
+            travel_cols += [job.columns.start + j for j in travel_channels(job.id_data, job.specs)]
         travel_cols = select_travel(curve, travel_cols)  # forward travel yes, sideways sway no
 
     plan = LoopPlan(jobs, ob.name, frames, values, curve, kinds, owners, travel_cols, labels, warnings=warnings,
@@ -257,12 +269,12 @@ def world_seam(scene, ob, lo: int, hi: int, *, travel: bool) -> tuple[float, flo
     """Seam jump of an armature's world-space joints in cm, as a loop over frames lo..hi plays:
     pose and velocity (see :func:`.curves.joint_seam`), the roots' horizontal travel over the
     cycle taken out when ``travel``."""
-    heads = bridge.bone_heads_world(scene, ob, [lo, lo + 1, hi - 1, hi])
+    heads = bone_heads_world(scene, ob, [lo, lo + 1, hi - 1, hi])
     if heads.shape[1] == 0:
         return 0.0, 0.0
     roots = None
     if travel:
-        _, parents = bridge.bone_hierarchy(ob)
+        _, parents = bone_hierarchy(ob)
         roots = [i for i, p in enumerate(parents) if p < 0] or [0]
     pose, velocity = joint_seam(heads, roots)
     unit = cm_per_unit(scene)
@@ -317,10 +329,10 @@ def write_loop(plan: LoopPlan, result, *, add_cycles: bool = True, keep_original
     targets = writable_curves(plan.jobs, keep_original=keep_original, suffix=".loop")
     for job, (action, curves) in zip(plan.jobs, targets, strict=True):
         for j, fc in enumerate(curves):
-            bridge.write_dense(fc, plan.frames, values[:, job.columns.start + j])
+            write_dense(fc, plan.frames, values[:, job.columns.start + j])
             if add_cycles:
-                bridge.add_cycles(fc, "REPEAT_OFFSET")
-        bridge.set_action_frame_range(action, lo, hi, cyclic=add_cycles)
+                add_cycles_modifier(fc, "REPEAT_OFFSET")
+        set_action_frame_range(action, lo, hi, cyclic=add_cycles)
         if action.name not in s.action_names:
             s.action_names.append(action.name)
 

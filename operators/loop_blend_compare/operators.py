@@ -12,7 +12,7 @@ import time
 
 import bpy
 
-from .. import bridge
+from ..blender_data.actions import animated_ids
 from ..common import SettingsOperator, StepwiseOperator
 from ..common.menus import add_to_menus, remove_from_menus
 from .blend import plan_blend, run_blend, write_blend
@@ -50,7 +50,7 @@ class ANIM_SIGNALS_OT_make_cyclic(LoopSettings, SettingsOperator, bpy.types.Oper
         if ob is None:
             cls.poll_message_set("No active object")
             return False
-        if not bridge.animated_ids(ob, "AUTO"):
+        if not animated_ids(ob, "AUTO"):
             cls.poll_message_set("The active object has no action (nor animated shape keys)")
             return False
         return True

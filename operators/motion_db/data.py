@@ -9,7 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import bridge
+from ..blender_data.actions import fcurves_of_action
+from ..blender_data.armatures import PoseWriter
+from ..blender_data.fcurves import count_keys
+from ..blender_data.named_channels import parse_pose_channel
+from ..blender_data.shape_keys import set_key_values_by_name
 from .properties import SHAPE_KEYS
 
 __all__ = ["NamedPoseWriter", "actions_signature", "scene_fps"]
@@ -24,8 +28,8 @@ def actions_signature(actions) -> tuple:
     """What changes when an action is edited: per action its name, curve count, key count and range."""
     sig = []
     for a in actions:
-        fcs = bridge.fcurves_of_action(a)
-        sig.append((a.name, len(fcs), bridge.count_keys(fcs), tuple(a.frame_range)))
+        fcs = fcurves_of_action(a)
+        sig.append((a.name, len(fcs), count_keys(fcs), tuple(a.frame_range)))
     return tuple(sig)
 
 
@@ -44,9 +48,9 @@ class NamedPoseWriter:
     def write(self, ob, values: np.ndarray) -> None:
         """Set ``values`` (one per name) on ``ob``."""
         if self.kind == SHAPE_KEYS:
-            bridge.set_key_values_by_name(ob, self.names, values)
+            set_key_values_by_name(ob, self.names, values)
             return
         if self._pose_writer is None:
-            parsed = [bridge.parse_pose_channel(n) for n in self.names]
-            self._pose_writer = bridge.PoseWriter(ob, [p for p, _ in parsed], [i for _, i in parsed])
+            parsed = [parse_pose_channel(n) for n in self.names]
+            self._pose_writer = PoseWriter(ob, [p for p, _ in parsed], [i for _, i in parsed])
         self._pose_writer.write(ob, values)

@@ -14,10 +14,10 @@ from typing import Any
 import bpy
 
 from ...anim_signals.motiondb import MotionDatabase
-from .. import bridge
+from ..blender_data.named_channels import action_kind, named_channel_curves, read_named_channels
 from ..common import InputError
+from ..common.text import short_list
 from .data import actions_signature
-from .names import short_list
 
 __all__ = [
     "LIVE_SUFFIX",
@@ -49,12 +49,12 @@ def candidate_actions(kind: str, names: Sequence[str] | None = None) -> list[Any
             act = bpy.data.actions.get(n)
             if act is None:
                 raise MotionDBError(f'No action named "{n}"')
-            if bridge.action_kind(act) != kind:
+            if action_kind(act) != kind:
                 raise MotionDBError(f'Action "{n}" is not a {kind.lower().replace("_", "-")} action')
             out.append(act)
         return out
     return [a for a in bpy.data.actions
-            if bridge.action_kind(a) == kind and not a.name.endswith((RECONSTRUCTED_SUFFIX, LIVE_SUFFIX))]
+            if action_kind(a) == kind and not a.name.endswith((RECONSTRUCTED_SUFFIX, LIVE_SUFFIX))]
 
 
 def build_database(actions, kind: str, channels: Sequence[str] | None = None) -> tuple[MotionDatabase, list[str]]:
@@ -65,7 +65,7 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
     if not actions:
         raise MotionDBError("The motion database is empty: no action given (or none of this kind in the file)")
     warnings: list[str] = []
-    per_action = [bridge.named_channel_curves(a, kind) for a in actions]
+    per_action = [named_channel_curves(a, kind) for a in actions]
     if channels is None:
         common = [n for n in per_action[0] if all(n in p for p in per_action[1:])]
         union = {n for p in per_action for n in p}
@@ -77,7 +77,7 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
         raise MotionDBError("The actions have no channel in common")
     clips = []
     for a in actions:
-        _, values, names = bridge.read_named_channels(a, kind, channels)
+        _, values, names = read_named_channels(a, kind, channels)
         if len(names) != len(channels):
             missing = [n for n in channels if n not in names]
             raise MotionDBError(f'Action "{a.name}" lacks database channel(s): {short_list(missing)}')

@@ -17,10 +17,12 @@ import bpy
 import numpy as np
 
 from ...anim_signals.motiondb import Reconstructor
-from .. import bridge
+from ..blender_data.fcurves import evaluate_curves
+from ..blender_data.meshes import live_duplicate
+from ..blender_data.shape_keys import key_block_names
+from ..common.text import short_list
 from .data import NamedPoseWriter
 from .database import LIVE_SUFFIX
-from .names import short_list
 from .properties import SHAPE_KEYS
 from .reconstruct import QueryPlan, plan_query
 
@@ -68,7 +70,7 @@ def live_step(scene) -> float | None:
     if state.last_frame is None or frame != state.last_frame + 1:
         state.reconstructor.reset()  # a jump: the graph restarts (streaming, no look-ahead)
     state.last_frame = frame
-    q = bridge.evaluate_named_channels(state.plan.curves, float(frame))
+    q = evaluate_curves(state.plan.curves, float(frame))
     if not np.all(np.isfinite(q)):
         return None
     t0 = time.perf_counter()
@@ -112,9 +114,9 @@ def start_live(context, output: str, **query_settings) -> LiveState:
     """
     plan = plan_query(context, sample=False, **query_settings)
     ob = context.active_object
-    dup = bridge.live_duplicate(ob, f"{ob.name}{LIVE_SUFFIX}")
+    dup = live_duplicate(ob, f"{ob.name}{LIVE_SUFFIX}")
     if plan.kind == SHAPE_KEYS:
-        missing = [n for n in plan.output_names if n not in set(bridge.key_block_names(dup))]
+        missing = [n for n in plan.output_names if n not in set(key_block_names(dup))]
         if missing:
             plan.warnings.append(f"{len(missing)} database channel(s) have no shape key on the duplicate: {short_list(missing)}")
     state = LiveState(context.scene.name, ob.name, dup.name, plan, Reconstructor(plan.db, plan.params, plan.query_channels),

@@ -14,7 +14,10 @@ import bpy
 import numpy as np
 
 from ...anim_signals.motiondb import livelink
-from .. import bridge
+from ..blender_data.actions import id_read_only_reason
+from ..blender_data.meshes import new_face_object
+from ..blender_data.named_channels import write_named_channels
+from ..blender_data.shape_keys import key_block_names
 from ..common import InputError
 from .data import scene_fps
 from .names import match_names
@@ -45,14 +48,14 @@ def create_face(name: str = FACE_NAME, collection=None):
     """A new mesh object: the core's generated face with the 52 ARKit shape keys."""
     face = livelink.generated_face()
     keys = [(n, face.shape_keys[n]) for n in livelink.ARKIT_BLENDSHAPES]
-    return bridge.new_face_object(name, face.vertices, face.faces, keys, collection)
+    return new_face_object(name, face.vertices, face.faces, keys, collection)
 
 
 def arkit_target(ob) -> dict[str, str] | None:
     """ARKit name -> shape-key name on ``ob`` (None when ``ob`` is no mesh with ARKit-named keys)."""
     if ob is None or ob.type != "MESH":
         return None
-    mapping = match_names(livelink.ARKIT_BLENDSHAPES, bridge.key_block_names(ob))
+    mapping = match_names(livelink.ARKIT_BLENDSHAPES, key_block_names(ob))
     return mapping or None
 
 
@@ -96,7 +99,7 @@ def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_
         ob.select_set(True)
         mapping = arkit_target(ob)
         assert mapping is not None
-    if (reason := bridge.id_read_only_reason(ob)) is not None:
+    if (reason := id_read_only_reason(ob)) is not None:
         raise LiveLinkImportError(reason)
     cols = [j for j, n in enumerate(rec.names) if n in mapping]
     if not cols:
@@ -110,7 +113,7 @@ def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_
     names = [mapping[rec.names[j]] for j in cols]
     key = ob.data.shape_keys
     stem = os.path.splitext(os.path.basename(filepath))[0]
-    action = bridge.write_named_channels(key, stem, SHAPE_KEYS, frames, res.values, names)
+    action = write_named_channels(key, stem, SHAPE_KEYS, frames, res.values, names)
     action["anim_signals_source"] = os.path.basename(filepath)
     if set_frame_range:
         scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])

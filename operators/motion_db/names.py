@@ -2,18 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-__all__ = ["is_eye_channel", "match_names", "parse_names", "short_list"]
-
-
-def parse_names(text: str) -> list[str]:
-    """The names of a comma-separated list, stripped, empty entries dropped.
-
-    >>> parse_names(" take0, ,take2 ")
-    ['take0', 'take2']
-    """
-    return [n.strip() for n in text.split(",") if n.strip()]
+__all__ = ["is_eye_channel", "match_names"]
 
 
 def match_names(wanted: Sequence[str], have: Sequence[str]) -> dict[str, str]:
@@ -39,13 +30,3 @@ def match_names(wanted: Sequence[str], have: Sequence[str]) -> dict[str, str]:
 def is_eye_channel(name: str) -> bool:
     """Whether a channel belongs to the eyes (``Drop Eyes`` leaves these out of a query)."""
     return "eye" in name.lower()
-
-
-def short_list(items: Iterable[str], n: int = 5) -> str:
-    """The first ``n`` names for a message, and how many more there are.
-
-    >>> short_list(["a", "b", "c"], n=2)
-    'a, b and 1 more'
-    """
-    items = list(items)
-    return ", ".join(items[:n]) + (f" and {len(items) - n} more" if len(items) > n else "")

@@ -13,13 +13,13 @@ import time
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from .. import bridge
+from ..blender_data.actions import id_read_only_reason
 from ..common import SettingsOperator, StepwiseOperator, as_keywords
 from ..common.menus import add_to_menus, remove_from_menus
+from ..common.text import parse_names
 from .database import MotionDBError, build_database, candidate_actions, store_database
 from .live import live_state, start_live, stop_live
 from .livelink_import import LiveLinkImportError, import_live_link
-from .names import parse_names
 from .properties import (
     KIND_ITEMS,
     OUTPUT_ITEMS,
@@ -134,7 +134,7 @@ class ANIM_SIGNALS_OT_reconstruct_motion(ReconstructSettings, StepwiseOperator, 
         plan = plan_query(context, **as_keywords(self, QUERY_SETTINGS))
         if not plan.frames.size:
             raise MotionDBError("The query action has no frames")
-        if (reason := bridge.id_read_only_reason(plan.id_data)) is not None:
+        if (reason := id_read_only_reason(plan.id_data)) is not None:
             raise MotionDBError(reason)
         return plan
 

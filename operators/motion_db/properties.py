@@ -25,7 +25,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from .. import bridge
+from ..blender_data.named_channels import DB_ARMATURE, DB_SHAPE_KEYS
 from ..common.settings import setting_names
 
 __all__ = [
@@ -41,7 +41,7 @@ __all__ = [
     "ReconstructSettings",
 ]
 
-SHAPE_KEYS, ARMATURE = bridge.DB_SHAPE_KEYS, bridge.DB_ARMATURE
+SHAPE_KEYS, ARMATURE = DB_SHAPE_KEYS, DB_ARMATURE
 
 KIND_ITEMS = [
     (SHAPE_KEYS, "Shape Keys", "Shape-key actions (facial blendshapes such as ARKit's 52)"),

@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 
 from ...anim_signals.motiondb import MotionDatabase, OLNGParams, Reconstructor
-from .. import bridge
+from ..blender_data.actions import action_frame_range, get_action
+from ..blender_data.fcurves import sample_curves
+from ..blender_data.named_channels import named_channel_curves, write_named_channels
+from ..common.text import parse_names, short_list
 from .database import RECONSTRUCTED_SUFFIX, MotionDBError, stored_database
-from .names import is_eye_channel, match_names, parse_names, short_list
+from .names import is_eye_channel, match_names
 from .properties import SHAPE_KEYS
 
 __all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "write_reconstruction"]
@@ -95,10 +98,10 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
     db = stored_database(scene)
     kind = scene.anim_signals.motion_db.kind
     id_data = query_id(context.active_object, kind)
-    action = bridge.get_action(id_data)
+    action = get_action(id_data)
     if action is None:
         raise MotionDBError(f'"{id_data.name}" has no action to use as the query')
-    curves = bridge.named_channel_curves(action, kind, id_data)
+    curves = named_channel_curves(action, kind, id_data)
     matched = match_names(db.channels, list(curves))  # db name -> query name
     warnings = []
     wanted = _query_names(db, input_channels, drop_eyes)
@@ -123,9 +126,9 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
     frames = np.empty(0)
     values = np.empty((0, len(q_names)))
     if sample:
-        lo, hi = bridge.action_frame_range(action, q_curves)
+        lo, hi = action_frame_range(action, q_curves)
         frames = np.arange(lo, hi + 1, dtype=np.float64)
-        _, values = bridge.sample_curves(q_curves, frames)
+        _, values = sample_curves(q_curves, frames)
     out_names = [matched.get(n, n) for n in db.channels]
     return QueryPlan(db, kind, id_data, action, q_curves, q_names, out_names, frames, values, params, warnings)
 
@@ -164,7 +167,7 @@ def write_reconstruction(scene, plan: QueryPlan, output: str) -> str:
     result = plan.result
     assert result is not None, "iter_reconstruct has not finished"
     name = f"{plan.action.name}{RECONSTRUCTED_SUFFIX}"
-    action = bridge.write_named_channels(plan.id_data, name, plan.kind, plan.frames, result.poses, plan.output_names)
+    action = write_named_channels(plan.id_data, name, plan.kind, plan.frames, result.poses, plan.output_names)
     action["anim_signals_output"] = output
     scene.anim_signals.motion_db.store_result(
         action.name,

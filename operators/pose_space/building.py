@@ -19,7 +19,8 @@ import numpy as np
 
 from ...anim_signals import posespace
 from ...anim_signals.posespace import PoseSpace
-from .. import bridge
+from ..blender_data.meshes import CACHE_MODIFIERS, evaluated_mesh_copy
+from ..blender_data.shape_keys import write_shape_key_basis
 from .data import mesh_copy_without_shape_keys, new_object_copy, replace_mesh
 from .sources import BuildPlan, PoseSpaceInputError, build_plan, read_frames
 from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, forget, is_space_object, store
@@ -174,7 +175,7 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
         names = [f"{KEY_PREFIX}{j + 1:02d}" for j in range(space.m)]
         h0 = space.shape.h0.reshape(n_vert, 3)
         keys = [(names[j], h0 + scales[j] * space.shape.H[:, j].reshape(n_vert, 3)) for j in range(space.m)]
-        bridge.write_shape_key_basis(ps_ob, h0, keys, slider_min=-SLIDER_RANGE, slider_max=SLIDER_RANGE)
+        write_shape_key_basis(ps_ob, h0, keys, slider_min=-SLIDER_RANGE, slider_max=SLIDER_RANGE)
         extra.update({"kind": "MESH", "scales": [float(v) for v in scales], "key_names": names})
         store(ps_ob, space, extra)
     forget(ps_ob)
@@ -187,7 +188,7 @@ def _space_mesh_object(plan: BuildPlan):
     ob, scene = plan.source_object, plan.scene
     name = ob.name + SUFFIX
     if plan.source == "MESH":
-        mesh = bridge.evaluated_mesh_copy(scene, ob, float(plan.frames[0]), name)
+        mesh = evaluated_mesh_copy(scene, ob, float(plan.frames[0]), name)
     else:
         mesh = mesh_copy_without_shape_keys(ob, name)
     assert plan.z is not None
@@ -203,7 +204,7 @@ def _space_mesh_object(plan: BuildPlan):
         ps_ob = new_object_copy(ob, name, scene, drop_properties=(PROP,))
     replace_mesh(ps_ob, mesh)
     for mod in list(ps_ob.modifiers):  # MESH: geometry already evaluated; SHAPE_KEYS: caches only
-        if plan.source == "MESH" or mod.type in bridge.CACHE_MODIFIERS:
+        if plan.source == "MESH" or mod.type in CACHE_MODIFIERS:
             ps_ob.modifiers.remove(mod)
     ps_ob.matrix_world = ob.matrix_world.copy()
     return ps_ob

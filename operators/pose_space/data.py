@@ -13,7 +13,9 @@ from typing import Any
 import bpy
 import numpy as np
 
-from .. import bridge
+from ..blender_data.actions import fcurves_of_action, get_action, id_read_only_reason
+from ..blender_data.armatures import POSE_PROPERTIES, pose_bone_fcurves
+from ..blender_data.channels import bone_name_of_path, channel_specs
 
 __all__ = [
     "mesh_copy_without_shape_keys",
@@ -30,28 +32,28 @@ _BONE_ARRAYS = (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 
 
 def read_only_reason(ob) -> str | None:
     """Why ``ob`` or its data cannot be written (linked from a library, ...), or None."""
-    reason = bridge.id_read_only_reason(ob)
+    reason = id_read_only_reason(ob)
     if reason:
         return reason
     data = getattr(ob, "data", None)
     if data is not None:
-        reason = bridge.id_read_only_reason(data)
+        reason = id_read_only_reason(data)
     return reason
 
 
 def pose_curves_of_action(ob, action) -> tuple[list, list, int]:
     """The pose-bone location / rotation / scale F-curves of ``action`` on the armature ``ob``, their
     channel specs, and how many other curves were left out. The action need not be assigned."""
-    if action == bridge.get_action(ob):
-        return bridge.pose_bone_fcurves(ob)
-    fcurves = bridge.fcurves_of_action(action, ob)
+    if action == get_action(ob):
+        return pose_bone_fcurves(ob)
+    fcurves = fcurves_of_action(action, ob)
     bones = ob.pose.bones
     used = []
     for fc in fcurves:
-        name = bridge.bone_name_of_path(fc.data_path)
-        if name is not None and bones.get(name) is not None and fc.data_path.rsplit(".", 1)[-1] in bridge.POSE_PROPERTIES:
+        name = bone_name_of_path(fc.data_path)
+        if name is not None and bones.get(name) is not None and fc.data_path.rsplit(".", 1)[-1] in POSE_PROPERTIES:
             used.append(fc)
-    return used, bridge.channel_specs(ob, used), len(fcurves) - len(used)
+    return used, channel_specs(ob, used), len(fcurves) - len(used)
 
 
 def mesh_copy_without_shape_keys(ob, name: str):

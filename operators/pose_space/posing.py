@@ -12,7 +12,16 @@ import bpy
 import numpy as np
 
 from ...anim_signals.posespace import PoseSpace, TimeSignal
-from .. import bridge
+from ..blender_data.actions import (
+    get_action,
+    id_read_only_reason,
+    new_action,
+    new_fcurve,
+    set_action_frame_range,
+)
+from ..blender_data.channels import bone_name_of_path
+from ..blender_data.fcurves import write_dense_linear
+from ..blender_data.shape_keys import set_key_values
 from .data import read_only_reason
 from .storage import (
     BAKE_MARK,
@@ -64,7 +73,7 @@ def apply_position(ob, space: PoseSpace, p) -> np.ndarray:
         values = np.clip(w / binding.scales, -SLIDER_RANGE, SLIDER_RANGE)
         key = ps.data.shape_keys
         assert binding.key_indices is not None
-        bridge.set_key_values(key, binding.key_indices, values, binding.buffer)
+        set_key_values(key, binding.key_indices, values, binding.buffer)
         ps.update_tag(refresh={"DATA"})
         return values
     values = _pose_values(binding, space, w)
@@ -128,18 +137,18 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
     s = BakeSummary(object_name=ps.name, frame_start=int(frames[0]), frame_end=int(frames[-1]))
     if binding.kind == "MESH":
         key = ps.data.shape_keys
-        reason = reason or bridge.id_read_only_reason(key)
+        reason = reason or id_read_only_reason(key)
         if reason:
             raise ValueError(reason)
         if getattr(key.animation_data, "use_tweak_mode", False):
             raise ValueError(f'The shape keys of "{ps.name}" are in NLA tweak mode: exit tweak mode first')
         values = np.clip(weights / binding.scales, -SLIDER_RANGE, SLIDER_RANGE)
-        old = bridge.get_action(key)
-        action = bridge.new_action(key, f"{ps.name}.bake", keep_previous=not _is_bake(old))
+        old = get_action(key)
+        action = new_action(key, f"{ps.name}.bake", keep_previous=not _is_bake(old))
         names = [str(nm) for nm in info.get("key_names", [])]
         for j, name in enumerate(names):
-            fc = bridge.new_fcurve(key, action, f'key_blocks["{name}"].value', 0)
-            bridge.write_dense_linear(fc, frames, values[:, j])
+            fc = new_fcurve(key, action, f'key_blocks["{name}"].value', 0)
+            write_dense_linear(fc, frames, values[:, j])
         s.curves = len(names)
     else:
         if reason:
@@ -147,17 +156,17 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
         if getattr(ps.animation_data, "use_tweak_mode", False):
             raise ValueError(f'"{ps.name}" is in NLA tweak mode: exit tweak mode first')
         values = _pose_values(binding, space, weights)
-        old = bridge.get_action(ps)
+        old = get_action(ps)
         base = str(info.get("source", {}).get("action", "")) or ps.name
-        action = bridge.new_action(ps, f"{base}.posespace", keep_previous=not _is_bake(old))
+        action = new_action(ps, f"{base}.posespace", keep_previous=not _is_bake(old))
         paths = [str(x) for x in info.get("channel_paths", [])]
         indices = [int(i) for i in info.get("channel_indices", [])]
         for j, (path, index) in enumerate(zip(paths, indices, strict=True)):
-            fc = bridge.new_fcurve(ps, action, path, index, group=bridge.bone_name_of_path(path))
-            bridge.write_dense_linear(fc, frames, values[:, j])
+            fc = new_fcurve(ps, action, path, index, group=bone_name_of_path(path))
+            write_dense_linear(fc, frames, values[:, j])
         s.curves = len(paths)
     action[BAKE_MARK] = ps.name
-    bridge.set_action_frame_range(action, float(frames[0]), float(frames[-1]), cyclic=False)
+    set_action_frame_range(action, float(frames[0]), float(frames[-1]), cyclic=False)
     if old is not None and _is_bake(old) and old.users == 0 and old.library is None:
         wanted = old.name
         bpy.data.actions.remove(old)  # a previous bake of this pose space that nothing uses

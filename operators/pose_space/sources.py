@@ -27,7 +27,11 @@ import numpy as np
 
 from ...anim_signals import posespace
 from ...anim_signals.posespace import PoseSpace
-from .. import bridge
+from ..blender_data.actions import action_frame_range, get_action
+from ..blender_data.armatures import figure_height, read_action_matrix
+from ..blender_data.channels import LOCATION, QUATERNION
+from ..blender_data.meshes import TopologyChangeError, mesh_cache_frame_range, mesh_sequence_rows
+from ..blender_data.shape_keys import read_shape_key_matrix, shape_key_fcurves, shape_keys_animated
 from ..common import InputError
 from .data import pose_curves_of_action, read_only_reason
 from .storage import BAKE_MARK, SUFFIX, is_space_object, load_info
@@ -100,9 +104,9 @@ def _auto_source(ob) -> str:
         )
     if any(mod.show_viewport for mod in ob.modifiers):
         return "MESH"
-    if bridge.shape_keys_animated(ob):
+    if shape_keys_animated(ob):
         return "SHAPE_KEYS"
-    extra = " (its object transforms are animated, but a pose space is about its shape)" if bridge.get_action(ob) else ""
+    extra = " (its object transforms are animated, but a pose space is about its shape)" if get_action(ob) else ""
     raise PoseSpaceInputError(
         f'"{ob.name}" has no animation to build a pose space from: no animated shape keys, no mesh cache or '
         f"other modifiers{extra}"
@@ -119,12 +123,12 @@ def _channel_scale(ob, specs) -> np.ndarray:
     """Weights putting channels on the scale of radians (the model is built on channel x weight,
     decoded values are divided by it): quaternion components 2 (a change e is about 2e radians),
     locations 2 / figure height (as Make Cyclic weighs them), the rest 1."""
-    height = bridge.figure_height(ob)
+    height = figure_height(ob)
     scale = np.ones(len(specs))
     for j, s in enumerate(specs):
-        if s.kind == bridge.QUATERNION:
+        if s.kind == QUATERNION:
             scale[j] = 2.0
-        elif s.kind == bridge.LOCATION and height > 0.0:
+        elif s.kind == LOCATION and height > 0.0:
             scale[j] = 2.0 / height
     return scale
 
@@ -202,7 +206,7 @@ def build_plan(
             warnings.append(f"Left out {skipped} curve(s) that are not pose-bone location / rotation / scale")
         plan.action_name, plan.fcurves, plan.specs, plan.row_size = action.name, fcurves, specs, 1
         plan.channel_scale = _channel_scale(ob, specs)
-        lo, hi = bridge.action_frame_range(action, fcurves)
+        lo, hi = action_frame_range(action, fcurves)
     elif kind == "SHAPE_KEYS":
         if ob.type != "MESH":
             raise PoseSpaceInputError(f'The Shape Keys source needs a mesh: "{ob.name}" is a {ob.type.lower()} object')
@@ -211,19 +215,19 @@ def build_plan(
             raise PoseSpaceInputError(f'"{ob.name}" has no shape keys')
         if not key.use_relative:
             raise PoseSpaceInputError(f'"{ob.name}" uses absolute shape keys: use the Mesh source')
-        curves = list(bridge.shape_key_fcurves(key).values())
-        action = bridge.get_action(key)
+        curves = list(shape_key_fcurves(key).values())
+        action = get_action(key)
         if action is not None and curves:
-            lo, hi = bridge.action_frame_range(action, curves)
+            lo, hi = action_frame_range(action, curves)
             plan.action_name = action.name
-        elif bridge.shape_keys_animated(ob):  # driven only
+        elif shape_keys_animated(ob):  # driven only
             lo, hi = scene.frame_start, scene.frame_end
         else:
             raise PoseSpaceInputError(f'The shape keys of "{ob.name}" are not animated')
     elif kind == "MESH":
         if ob.type != "MESH":
             raise PoseSpaceInputError(f'The Mesh source needs a mesh: "{ob.name}" is a {ob.type.lower()} object')
-        rng = bridge.mesh_cache_frame_range(ob)
+        rng = mesh_cache_frame_range(ob)
         lo, hi = rng if rng is not None else (scene.frame_start, scene.frame_end)
     else:  # pragma: no cover - checked above
         raise PoseSpaceInputError(f"Unknown source {kind!r}")
@@ -260,7 +264,7 @@ def _check_counts(plan: BuildPlan, n: int) -> None:
 def _source_action(ob):
     """The armature's action to read: its assigned action, or, when that is a bake of this pose
     space, the action the pose space was built from (if it still exists)."""
-    action = bridge.get_action(ob)
+    action = get_action(ob)
     if action is not None and action.get(BAKE_MARK):
         info = load_info(ob)
         original = bpy.data.actions.get(str((info or {}).get("source", {}).get("action", "")))
@@ -296,21 +300,21 @@ def read_frames(plan: BuildPlan) -> Generator[float, None, tuple[np.ndarray, lis
     ob, n = plan.source_object, plan.frames.size
     labels: list[str] = []
     if plan.source == "ACTION":
-        z, _ = bridge.read_action_matrix(ob, plan.frames, plan.fcurves)
+        z, _ = read_action_matrix(ob, plan.frames, plan.fcurves)
         labels = [f"{s.label}" for s in plan.specs]
     elif plan.source == "SHAPE_KEYS":
         try:
-            z = bridge.read_shape_key_matrix(plan.scene, ob, plan.frames)
+            z = read_shape_key_matrix(plan.scene, ob, plan.frames)
         except ValueError as err:
             raise PoseSpaceInputError(str(err)) from err
     else:
         rows = []
-        gen = bridge.mesh_sequence_rows(plan.scene, ob, plan.frames)
+        gen = mesh_sequence_rows(plan.scene, ob, plan.frames)
         try:
             for i, row in enumerate(gen):
                 rows.append(row)
                 yield 0.8 * (i + 1) / n
-        except bridge.TopologyChangeError as err:
+        except TopologyChangeError as err:
             raise PoseSpaceInputError(f'Cannot build a pose space from "{ob.name}": {err}') from err
         finally:
             gen.close()

@@ -55,7 +55,8 @@ import numpy as np
 
 from ...anim_signals.manifolds.clips import quaternion_groups
 from ...anim_signals.posespace import PoseSpace
-from .. import bridge
+from ..blender_data.armatures import PoseWriter
+from ..blender_data.shape_keys import read_key_block_coords
 from .data import read_only_reason
 
 __all__ = [
@@ -196,7 +197,7 @@ class Binding:
     scales: np.ndarray  # (m,)
     key_indices: np.ndarray | None = None  # meshes: indices of the component keys in key_blocks
     buffer: np.ndarray | None = None  # meshes: float32 (len(key_blocks),)
-    writer: Any = None  # armatures: bridge.PoseWriter
+    writer: Any = None  # armatures: PoseWriter
     channel_scale: np.ndarray | None = None
     quat_groups: list[np.ndarray] = field(default_factory=list)
 
@@ -230,7 +231,7 @@ def _load_uncached(ob) -> tuple[PoseSpace, Binding]:
             raise PoseSpaceDataError(
                 f'"{ob.name}" lost the shape keys of its pose space ({", ".join(missing[:3]) or "Basis"}): rebuild it'
             )
-        coords = bridge.read_key_block_coords(key, [key.reference_key.name, *names])
+        coords = read_key_block_coords(key, [key.reference_key.name, *names])
         if coords.shape[1] * 3 != int(g["d"]):
             raise PoseSpaceDataError(f'"{ob.name}" has {coords.shape[1]} vertices, its pose space {int(g["d"]) // 3}: rebuild it')
         h0 = coords[0].reshape(-1)
@@ -247,7 +248,7 @@ def _load_uncached(ob) -> tuple[PoseSpace, Binding]:
         kinds = [str(s) for s in g.get("channel_kinds", [])]
         owners = [str(s) for s in g.get("channel_owners", [])]
         try:
-            binding.writer = bridge.PoseWriter(ob, paths, indices)
+            binding.writer = PoseWriter(ob, paths, indices)
         except ValueError as err:
             raise PoseSpaceDataError(f'"{ob.name}": {err}: rebuild the pose space') from err
         binding.channel_scale = _arr(g, "channel_scale", (d,))

@@ -1,4 +1,4 @@
-"""Helpers for the Blender tests: read and build animation independently of the extension's bridge."""
+"""Helpers for the Blender tests: read and build animation independently of the extension's data layer."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def shared_data(*parts: str) -> Path:
 
 
 # ----------------------------------------------------------------------------------------------
-# Independent helpers (deliberately not the extension's bridge) to read and build animation
+# Independent helpers (deliberately not the extension's data layer) to read and build animation
 # ----------------------------------------------------------------------------------------------
 
 

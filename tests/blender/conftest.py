@@ -54,12 +54,13 @@ def extension():
 
 @pytest.fixture
 def ext(extension):
-    """The extension's modules: ext.core (anim_signals), ext.fit (operators.fit_spline.fitting), ext.bridge."""
+    """The extension's modules: ext.core (anim_signals), ext.fit (operators.fit_spline.fitting), ext.data
+    (operators.blender_data, the Blender data layer: ``ext.data.channels.channel_specs`` ...)."""
 
     class _Ext:
         core = sys.modules[f"{EXT_MODULE}.anim_signals"]
         fit = sys.modules[f"{EXT_MODULE}.operators.fit_spline.fitting"]
-        bridge = sys.modules[f"{EXT_MODULE}.operators.bridge"]
+        data = sys.modules[f"{EXT_MODULE}.operators.blender_data"]
 
     return _Ext
 

@@ -272,9 +272,9 @@ def test_make_cyclic_armature_world_seam_and_root_travel(scene, ext):
     ob = make_humanoid()
     action, frames = animate_humanoid(ob, n_frames=41)
     lo, hi = int(frames[0]), int(frames[-1])
-    specs = ext.bridge.channel_specs(ob, fcurves_of(ob))
-    travel = [specs[j].label for j in ext.bridge.travel_channels(ob, specs)]
-    # horizontal root axes (bridge); the loop keeps only the one that moves forward (location[0] is still)
+    specs = ext.data.channels.channel_specs(ob, fcurves_of(ob))
+    travel = [specs[j].label for j in ext.data.armatures.travel_channels(ob, specs)]
+    # horizontal root axes (data layer); the loop keeps only the one that moves forward (location[0] is still)
     assert travel == ['pose.bones["Hips"].location[0]', 'pose.bones["Hips"].location[2]']
 
     assert run("make_cyclic") == {"FINISHED"}

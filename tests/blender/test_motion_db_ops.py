@@ -34,8 +34,9 @@ def mdb(extension):
 
 
 @pytest.fixture
-def bridge(extension):
-    return sys.modules[f"{EXT}.operators.bridge"]
+def data(extension):
+    """The Blender data layer (operators/blender_data)."""
+    return sys.modules[f"{EXT}.operators.blender_data"]
 
 
 @pytest.fixture
@@ -139,7 +140,7 @@ def test_bad_csv(scene, tmp_path):
     assert len(bpy.data.objects) == 0
 
 
-def test_build_reconstruct_exact_and_partial(face_scene, bridge):
+def test_build_reconstruct_exact_and_partial(face_scene, data):
     scene, face, _ = face_scene
     assert bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS") == {"FINISHED"}
     s = scene.anim_signals.motion_db
@@ -153,7 +154,7 @@ def test_build_reconstruct_exact_and_partial(face_scene, bridge):
     assert bpy.ops.anim_signals.reconstruct_motion(output="BEST_PATH", k=64) == {"FINISHED"}
     out = key.animation_data.action
     assert out.name == "take1.reconstructed" and s.last_action == out.name and s.last_ms > 0
-    src = bridge.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
+    src = data.named_channels.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
     got = _key_curves(face)
     frames = np.arange(1, 71, dtype=float)
     for name in ("JawOpen", "EyeBlinkLeft", "MouthSmileRight"):
@@ -172,7 +173,7 @@ def test_build_reconstruct_exact_and_partial(face_scene, bridge):
         assert key.animation_data.action.name.startswith("take1.reconstructed")
 
 
-def test_query_channels_subset_and_missing(face_scene, mdb, bridge):
+def test_query_channels_subset_and_missing(face_scene, mdb, data):
     """Query with fewer channels than the database (names matched, the missing ones reported)."""
     scene, face, _ = face_scene
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS", actions="take0,take2")
@@ -184,10 +185,10 @@ def test_query_channels_subset_and_missing(face_scene, mdb, bridge):
     key.animation_data.action = q
     if hasattr(key.animation_data, "action_slot"):
         key.animation_data.action_slot = q.slots[0]
-    curves = bridge.named_channel_curves(q, "SHAPE_KEYS", key)
-    slot = bridge.get_slot(key)
+    curves = data.named_channels.named_channel_curves(q, "SHAPE_KEYS", key)
+    slot = data.actions.get_slot(key)
     for name in list(curves)[:10]:
-        bridge.remove_fcurve(q, slot, curves[name])
+        data.actions.remove_fcurve(q, slot, curves[name])
     plan = mdb.reconstruct.plan_query(bpy.context, k=32)
     assert len(plan.query_channels) == 42
     assert any("10 database channel(s) missing from the query" in m for m in plan.warnings)
@@ -204,7 +205,7 @@ def _use_action(key, name: str) -> None:
         key.animation_data.action_slot = bpy.data.actions[name].slots[0]
 
 
-def test_unset_properties_take_the_sidebar_settings(face_scene, bridge):
+def test_unset_properties_take_the_sidebar_settings(face_scene, data):
     """From a menu or F3 (invoke) the properties the caller did not set take the sidebar's values;
     the reconstruct and live operators share the settings. (Headless Blender never calls invoke:
     the fill runs on a stand-in, then the operator with the filled values.)"""
@@ -225,7 +226,7 @@ def test_unset_properties_take_the_sidebar_settings(face_scene, bridge):
     assert bpy.ops.anim_signals.reconstruct_motion(**{n: getattr(op, n) for n in op.__dict__ if n != "properties"}) == {"FINISHED"}
     assert s.last_query_channels == 52 - 14
     assert key.animation_data.action["anim_signals_output"] == "BEST_PATH"
-    src = bridge.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
+    src = data.named_channels.named_channel_curves(bpy.data.actions["take1"], "SHAPE_KEYS")
     frames = np.arange(1, 71, dtype=float)
     err = np.abs(evaluate(_key_curves(face)["EyeBlinkLeft"], frames) - evaluate(src["EyeBlinkLeft"], frames))
     assert err.mean() < 1e-6
@@ -362,7 +363,7 @@ def test_bad_database_input(scene, mdb, ll, tmp_path):
     assert mdb.live._on_frame_change not in bpy.app.handlers.frame_change_post
 
 
-def test_armature_database(scene, bridge):
+def test_armature_database(scene, data):
     """Armature actions (pose-bone rotations) as a second source: exact recovery of a database clip."""
     from _bl_helpers import make_armature
 
@@ -379,8 +380,8 @@ def test_armature_database(scene, bridge):
     assert bpy.ops.anim_signals.reconstruct_motion(output="BEST_PATH", k=16) == {"FINISHED"}
     out = ob.animation_data.action
     assert out.name == "clipA.reconstructed"
-    src = bridge.named_channel_curves(a1, "ARMATURE")
-    got = bridge.named_channel_curves(out, "ARMATURE", ob)
+    src = data.named_channels.named_channel_curves(a1, "ARMATURE")
+    got = data.named_channels.named_channel_curves(out, "ARMATURE", ob)
     assert sorted(src) == sorted(got)
     for name, fc in src.items():
         np.testing.assert_allclose(evaluate(got[name], frames), evaluate(fc, frames), atol=1e-6, err_msg=name)

@@ -131,7 +131,7 @@ def make_shape_key_cylinder(name="Keyed", n=20):
 
 
 def evaluated_coords(ob, frame=None) -> np.ndarray:
-    """Evaluated vertex positions (V, 3), read independently of the extension's bridge."""
+    """Evaluated vertex positions (V, 3), read independently of the extension's data layer."""
     scene = bpy.context.scene
     if frame is not None:
         scene.frame_set(int(frame))
@@ -275,7 +275,7 @@ def test_shape_key_blend_matches_blender(scene, psd, ext):
     extra = ob.shape_key_add(name="Muted", from_mix=False)
     extra.data.foreach_set("co", (twist_frames(5)[2] * 1.5).ravel())
     extra.value, extra.mute = 1.0, True
-    z = ext.bridge.read_shape_key_matrix(scene, ob, frames)
+    z = ext.data.shape_keys.read_shape_key_matrix(scene, ob, frames)
     expected = np.array([evaluated_coords(ob, f).ravel() for f in frames])
     np.testing.assert_allclose(z, expected, atol=2e-6)
     # a driven key: values come from the depsgraph
@@ -283,7 +283,7 @@ def test_shape_key_blend_matches_blender(scene, psd, ext):
     fcu = extra.driver_add("value")
     fcu.driver.type = "SCRIPTED"
     fcu.driver.expression = "frame / 24"
-    z = ext.bridge.read_shape_key_matrix(scene, ob, frames)
+    z = ext.data.shape_keys.read_shape_key_matrix(scene, ob, frames)
     expected = np.array([evaluated_coords(ob, f).ravel() for f in frames])
     np.testing.assert_allclose(z, expected, atol=2e-6)
 
@@ -329,7 +329,7 @@ def test_alembic_and_cloth_sequences(scene, psd, tmp_path):
 
 
 def _bone_rotations(ob, frames) -> np.ndarray:
-    """Evaluated pose-bone matrices (frames, bones, 4, 4), read independently of the bridge."""
+    """Evaluated pose-bone matrices (frames, bones, 4, 4), read independently of the data layer."""
     out = []
     for f in frames:
         bpy.context.scene.frame_set(int(f))

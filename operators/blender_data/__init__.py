@@ -1,0 +1,28 @@
+"""The Blender data layer: the only code that reads and writes Blender data as numpy arrays.
+
+Works on Blender 4.2/4.3 (legacy ``Action.fcurves``, no slots) and on 4.4+/5.x (slotted actions:
+layers, strips, channelbags; ``Action.fcurves`` is gone in 5.0); the tools call these modules and
+never touch animation data themselves, so API differences between Blender versions live here only.
+Bulk data goes through ``foreach_get`` / ``foreach_set``, never per-key Python loops.
+
+One module per kind of data:
+
+==================  ===========================================================================
+``channels``        channel kinds, :class:`~.channels.ChannelSpec`, data-path parsing (bone and
+                    shape-key names)
+``fcurves``         an F-curve's keys: reading, sampling, writing (Bezier, dense, baked), Cycles
+``actions``         actions and slots: which curves an ID or action has; find / new / remove
+                    curves; new, copied, assigned actions; frame ranges; read-only checks
+``frames``          visiting other scene frames and restoring the current one
+``armatures``       bones, world-space joints, pose-bone channels, pose writing, travel channels
+``shape_keys``      shape-key curves, coordinates, blending and values
+``meshes``          evaluated meshes over time, Mesh Cache ranges, result objects
+``named_channels``  the motion database's named channels of actions
+``images``          numpy pixels into Image datablocks
+==================  ===========================================================================
+
+A module imports only modules above it in the table (``channels``, ``fcurves``, ``frames`` and
+``images`` none).
+"""
+
+from . import actions, armatures, channels, fcurves, frames, images, meshes, named_channels, shape_keys

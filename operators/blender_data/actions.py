@@ -1,0 +1,314 @@
+"""Actions, their slots and F-curves, across Blender versions.
+
+Blender 4.2/4.3 keep an action's F-curves in ``Action.fcurves`` (no slots). 4.4+ has slotted
+actions: an ID is animated by one slot of its action, whose curves live in a channelbag of a
+keyframe strip of a layer; ``Action.fcurves`` is gone in 5.0. This module is the only place that
+knows the difference. It owns: which action and slot an ID uses, the curves of an action (assigned
+or not), finding / creating / removing a curve, new and copied actions and assigning them (for good
+or for a while), frame ranges, and the read-only checks (linked data, locked curves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import bpy
+
+from .fcurves import read_key_frames
+
+
+def has_slots() -> bool:
+    """True on Blender 4.4+ (slotted actions)."""
+    return "action_slot" in bpy.types.AnimData.bl_rna.properties
+
+
+def _is_slotted(action: Any) -> bool:
+    """The action keeps its curves in slots' channelbags (4.4+, not a legacy action)."""
+    return has_slots() and hasattr(action, "slots") and not getattr(action, "is_action_legacy", False)
+
+
+def get_action(id_data: Any) -> bpy.types.Action | None:
+    """The action assigned to ``id_data`` (None without animation data or action)."""
+    adt = getattr(id_data, "animation_data", None)
+    return None if adt is None else adt.action
+
+
+def get_slot(id_data: Any) -> Any:
+    """The action slot ``id_data`` is animated by (None before Blender 4.4 or when unassigned)."""
+    adt = getattr(id_data, "animation_data", None)
+    if adt is None or not hasattr(adt, "action_slot"):
+        return None
+    return adt.action_slot
+
+
+def slot_identifier(id_data: Any) -> str | None:
+    """The identifier of :func:`get_slot` (None without one)."""
+    slot = get_slot(id_data)
+    return None if slot is None else slot.identifier
+
+
+def _channelbag(action: Any, slot: Any, *, ensure: bool = False) -> Any:
+    """The channelbag holding ``slot``'s curves in ``action`` (first layer and strip that has one).
+
+    ``ensure``: create it (and a layer and keyframe strip when the action has none) when missing.
+    """
+    for layer in action.layers:
+        for strip in layer.strips:
+            cb = strip.channelbag(slot)
+            if cb:
+                return cb
+    if not ensure:
+        return None
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
+def action_fcurves(action: bpy.types.Action | None, slot: Any = None) -> list[bpy.types.FCurve]:
+    """The F-curves of ``action`` for ``slot`` (legacy actions, or no slot given: ``Action.fcurves``
+    where it exists)."""
+    if action is None:
+        return []
+    if slot is not None and hasattr(action, "layers"):
+        cb = _channelbag(action, slot)
+        return list(cb.fcurves) if cb is not None else []
+    legacy = getattr(action, "fcurves", None)
+    return list(legacy) if legacy is not None else []
+
+
+def list_fcurves(id_data: Any, *, selected_only: bool = False) -> list[bpy.types.FCurve]:
+    """The F-curves animating ``id_data`` through its assigned action and slot (none when a slotted
+    action is assigned without a slot); optionally only those selected in the Graph Editor."""
+    action = get_action(id_data)
+    if action is None:
+        return []
+    slot = get_slot(id_data)
+    if has_slots() and slot is None and hasattr(action, "layers"):
+        return []
+    fcs = action_fcurves(action, slot)
+    return [fc for fc in fcs if fc.select] if selected_only else fcs
+
+
+def animated_ids(ob: bpy.types.Object, target: str = "AUTO") -> list[Any]:
+    """The IDs of ``ob`` whose action a tool works on.
+
+    target: 'OBJECT' (the object itself), 'SHAPE_KEYS' (its shape-key datablock), or 'AUTO'
+    (every one of the two that has an action).
+    """
+    ids: list[Any] = []
+    if target in {"OBJECT", "AUTO"}:
+        ids.append(ob)
+    if target in {"SHAPE_KEYS", "AUTO"}:
+        data = getattr(ob, "data", None)
+        keys = getattr(data, "shape_keys", None) if data is not None else None
+        if keys is not None:
+            ids.append(keys)
+    if target == "AUTO":
+        ids = [i for i in ids if get_action(i) is not None]
+    return ids
+
+
+def action_slot_for(action: bpy.types.Action, id_data: Any = None) -> Any:
+    """The slot of ``action`` to read when it is not (necessarily) assigned.
+
+    The slot ``id_data`` is animated by when it uses this action, else the first slot that has
+    F-curves, else the first slot. None on legacy actions (4.2/4.3).
+    """
+    if not has_slots() or not hasattr(action, "slots"):
+        return None
+    if id_data is not None and get_action(id_data) == action:
+        slot = get_slot(id_data)
+        if slot is not None:
+            return slot
+    first = None
+    for slot in action.slots:
+        if first is None:
+            first = slot
+        cb = _channelbag(action, slot)
+        if cb is not None and len(cb.fcurves):
+            return slot
+    return first
+
+
+def action_slot_identifier(action: bpy.types.Action, id_data: Any = None) -> str | None:
+    """The identifier of :func:`action_slot_for` (None on legacy actions)."""
+    slot = action_slot_for(action, id_data)
+    return None if slot is None else slot.identifier
+
+
+def fcurves_of_action(action: bpy.types.Action | None, id_data: Any = None) -> list[bpy.types.FCurve]:
+    """An action's F-curves without assigning it (legacy: all; slotted: those of
+    :func:`action_slot_for`)."""
+    if action is None:
+        return []
+    if _is_slotted(action):
+        slot = action_slot_for(action, id_data)
+        return action_fcurves(action, slot) if slot is not None else []
+    return action_fcurves(action, None)
+
+
+def find_fcurve(action: bpy.types.Action, slot: Any, data_path: str, array_index: int) -> bpy.types.FCurve | None:
+    """The curve of ``action`` (``slot``'s on 4.4+) for ``data_path[array_index]``, or None."""
+    for fc in action_fcurves(action, slot):
+        if fc.data_path == data_path and fc.array_index == array_index:
+            return fc
+    return None
+
+
+def new_fcurve(id_data: Any, action: bpy.types.Action, data_path: str, index: int = 0,
+               group: str | None = None) -> bpy.types.FCurve:
+    """A new F-curve in ``action`` for the slot ``id_data`` is animated by (legacy: in the action),
+    in the channel group ``group`` when given."""
+    slot = get_slot(id_data)
+    if slot is not None and hasattr(action, "layers"):
+        cb = _channelbag(action, slot, ensure=True)
+        fc = cb.fcurves.new(data_path, index=index)
+        if group:
+            fc.group = cb.groups.get(group) or cb.groups.new(group)
+        return fc
+    legacy: Any = action.fcurves  # type: ignore[attr-defined]
+    return legacy.new(data_path, index=index, action_group=group or "")
+
+
+def remove_fcurve(action: bpy.types.Action, slot: Any, fc: bpy.types.FCurve) -> None:
+    """Delete ``fc`` from ``action`` (from the slot's channelbag on 4.4+)."""
+    if slot is not None and hasattr(action, "layers"):
+        cb = _channelbag(action, slot)
+        if cb is not None:
+            cb.fcurves.remove(fc)
+            return
+    legacy = getattr(action, "fcurves", None)
+    if legacy is not None:
+        legacy.remove(fc)
+
+
+def fcurve_locked(fc: bpy.types.FCurve) -> bool:
+    """A curve the Graph Editor would refuse to edit: locked itself or through its group."""
+    if fc.lock:
+        return True
+    group = fc.group
+    return bool(group is not None and group.lock)
+
+
+def id_read_only_reason(id_data: bpy.types.ID) -> str | None:
+    """Why an ID (object, shape keys, action) may not be edited: linked from a library or a
+    non-editable override. None when it may."""
+    label = f'Action "{id_data.name}"' if isinstance(id_data, bpy.types.Action) else f'"{id_data.name}"'
+    if id_data.library is not None:
+        return f'{label} is linked from library "{id_data.library.filepath}" and is read-only'
+    if not getattr(id_data, "is_editable", True):
+        return f"{label} is not editable (library override or linked data)"
+    return None
+
+
+def id_has_paths(id_data: Any, data_paths: Iterable[str]) -> bool:
+    """True when every data path resolves on ``id_data`` (an action with those curves can drive it)."""
+    for path in set(data_paths):
+        try:
+            id_data.path_resolve(path)
+        except (ValueError, AttributeError, TypeError):
+            return False
+    return True
+
+
+def objects_using_action(action: bpy.types.Action) -> list[bpy.types.Object]:
+    """Objects whose own animation data (not the NLA) uses ``action``."""
+    return [ob for ob in bpy.data.objects if get_action(ob) == action]
+
+
+def new_action(id_data: Any, name: str, *, keep_previous: bool = True) -> bpy.types.Action:
+    """A new, empty action named ``name`` assigned to ``id_data``; on 4.4+ with a new slot for it,
+    one layer and one keyframe strip.
+
+    With ``keep_previous`` the action assigned before gets a fake user when this takes its last
+    user, so it survives saving.
+    """
+    old = get_action(id_data)
+    if keep_previous and old is not None and old.library is None and old.users <= 1:
+        old.use_fake_user = True
+    action: Any = bpy.data.actions.new(name)
+    adt = id_data.animation_data or id_data.animation_data_create()
+    adt.action = action
+    if has_slots() and hasattr(action, "slots"):
+        id_type = "KEY" if isinstance(id_data, bpy.types.Key) else "OBJECT"
+        slot = action.slots.new(id_type=id_type, name=id_data.name)
+        _channelbag(action, slot, ensure=True)
+        adt.action_slot = slot
+    return action
+
+
+def copy_action(action: bpy.types.Action, name: str | None = None) -> bpy.types.Action:
+    """A full copy of ``action`` (every slot and curve) named ``name`` (default "<name>.fit").
+
+    The original gets a fake user, so it survives saving when nothing uses it any more (the copy
+    usually replaces it).
+    """
+    new: Any = action.copy()
+    new.name = name if name is not None else f"{action.name}.fit"
+    action.use_fake_user = True
+    return new
+
+
+def assign_action(id_data: Any, action: bpy.types.Action | None, slot_identifier: str | None = None) -> None:
+    """Assign ``action`` to ``id_data`` (creating its animation data); on 4.4+ also the slot with
+    ``slot_identifier`` when the action has it."""
+    adt = id_data.animation_data or id_data.animation_data_create()
+    adt.action = action
+    if action is not None and slot_identifier is not None and hasattr(adt, "action_slot"):
+        slot = action.slots.get(slot_identifier)
+        if slot is not None:
+            adt.action_slot = slot
+
+
+@contextmanager
+def assigned_action(id_data: Any, action: bpy.types.Action) -> Iterator[None]:
+    """Play ``action`` on ``id_data`` for the duration of the ``with`` block.
+
+    The slot is the one :func:`action_slot_for` picks (on 4.4+, when it is not assignable to this
+    ID, the first slot); afterwards the action and slot assigned before are back, and animation
+    data created for the block is removed again.
+    """
+    had_adt = id_data.animation_data is not None
+    old_action = get_action(id_data)
+    old_slot = slot_identifier(id_data) if had_adt else None
+    try:
+        assign_action(id_data, action, action_slot_identifier(action, id_data if old_action == action else None))
+        adt: Any = id_data.animation_data
+        if has_slots() and adt.action_slot is None:
+            slot = action_slot_for(action)
+            if slot is not None:
+                adt.action_slot = slot
+        yield
+    finally:
+        if not had_adt:
+            id_data.animation_data_clear()
+        elif id_data.animation_data is not None:
+            assign_action(id_data, old_action, old_slot if has_slots() else None)
+
+
+def action_frame_range(action: bpy.types.Action, fcurves: Sequence[bpy.types.FCurve] | None = None) -> tuple[int, int]:
+    """The action's frame range (its manual range when set) rounded to whole frames. With ``fcurves``
+    and no manual range: the key range of those curves."""
+    if fcurves and not action.use_frame_range:
+        frames = [f for f in (read_key_frames(fc) for fc in fcurves) if f.size]
+        if frames:
+            lo = min(float(f.min()) for f in frames)
+            hi = max(float(f.max()) for f in frames)
+            return int(round(lo)), int(round(hi))
+    rng: Any = action.frame_range
+    return int(round(rng[0])), int(round(rng[1]))
+
+
+def set_action_frame_range(action: bpy.types.Action, start: float, end: float, *, cyclic: bool) -> None:
+    """Give ``action`` a manual frame range (used by the NLA and the Action editor) and the cyclic flag."""
+    action.use_frame_range = True
+    # frame_end is clamped to >= frame_start: set in an order that never inverts the range.
+    if start > action.frame_end:
+        action.frame_end = end
+        action.frame_start = start
+    else:
+        action.frame_start = start
+        action.frame_end = end
+    action.use_cyclic = cyclic

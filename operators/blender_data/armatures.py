@@ -1,0 +1,216 @@
+"""Armatures: bones, pose-bone channels and world-space joints.
+
+Owns the rest skeleton (:func:`bone_hierarchy`, :func:`figure_height`), joints in world space over
+time (:func:`bone_heads_world`, with a not-assigned action: :func:`bone_heads_with_action`), the
+pose-bone channels of an armature's action (:func:`pose_bone_fcurves`, read as a frame matrix by
+:func:`read_action_matrix`, written live by :class:`PoseWriter`), and the root channels a loop keeps
+travelling (:func:`travel_channels`). Pose-bone transforms are read and written with one
+``foreach_get`` / ``foreach_set`` per property.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import bpy
+import numpy as np
+
+from .actions import assigned_action, list_fcurves
+from .channels import LOCATION, ChannelSpec, bone_name_of_path, bone_path, channel_specs, property_of_path
+from .fcurves import sample_curves
+from .frames import visiting_frames
+
+POSE_PROPERTY_SIZE = {"location": 3, "rotation_euler": 3, "rotation_quaternion": 4, "scale": 3}
+"""Pose-bone properties a pose vector is made of, and their number of components (channels)."""
+POSE_PROPERTIES = tuple(POSE_PROPERTY_SIZE)
+
+
+def bone_hierarchy(ob: bpy.types.Object) -> tuple[list[str], list[int]]:
+    """Pose bone names (in ``ob.pose.bones`` order, the order of :func:`bone_heads_world`) and the
+    index of each bone's parent (-1 for roots); empty lists for other objects."""
+    if ob.type != "ARMATURE" or ob.pose is None:
+        return [], []
+    names = [pb.name for pb in ob.pose.bones]
+    index = {n: i for i, n in enumerate(names)}
+    parents = [index[pb.parent.name] if pb.parent is not None else -1 for pb in ob.pose.bones]
+    return names, parents
+
+
+def figure_height(ob: bpy.types.Object) -> float:
+    """An armature's size in its own units: the largest extent of its rest-pose bones (0 if none).
+
+    Pose-bone locations are in these units (BVH imports keep the file's: cm or inches), so the
+    tools scale root location by it to weigh travel against rotations in radians.
+    """
+    bones = getattr(getattr(ob, "data", None), "bones", None) if ob.type == "ARMATURE" else None
+    if not bones:
+        return 0.0
+    n = len(bones)
+    heads = np.empty(3 * n, dtype=np.float32)
+    tails = np.empty(3 * n, dtype=np.float32)
+    bones.foreach_get("head_local", heads)
+    bones.foreach_get("tail_local", tails)
+    pts = np.concatenate([heads.reshape(n, 3), tails.reshape(n, 3)]).astype(np.float64)
+    return float(np.ptp(pts, axis=0).max())
+
+
+def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float]) -> np.ndarray:
+    """World-space head positions of every pose bone at ``frames``: (len(frames), n_bones, 3).
+
+    Evaluated through the depsgraph at each frame (fractional frames as subframes); the current
+    frame is restored afterwards. Objects other than armatures give (len(frames), 0, 3).
+    """
+    if ob.type != "ARMATURE" or ob.pose is None:
+        return np.empty((len(frames), 0, 3))
+    n_bones = len(ob.pose.bones)
+    out = np.empty((len(frames), n_bones, 3), dtype=np.float64)
+    heads = np.empty(3 * n_bones, dtype=np.float32)
+    with visiting_frames(scene) as go_to:
+        for i, f in enumerate(frames):
+            ob_eval: Any = ob.evaluated_get(go_to(float(f)))
+            ob_eval.pose.bones.foreach_get("head", heads)
+            mw = np.array(ob_eval.matrix_world, dtype=np.float64)
+            out[i] = heads.reshape(n_bones, 3).astype(np.float64) @ mw[:3, :3].T + mw[:3, 3]
+    return out
+
+
+def bone_heads_with_action(scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types.Action,
+                           frames: Sequence[float]) -> np.ndarray:
+    """:func:`bone_heads_world` with ``action`` played on ``ob`` meanwhile (see
+    :func:`.actions.assigned_action`: its action, slot and animation data are restored)."""
+    if ob.type != "ARMATURE" or ob.pose is None:
+        # Nothing to read; and Blender 5.0 crashes clearing animation data of an armature object
+        # not evaluated yet (no pose).
+        return bone_heads_world(scene, ob, frames)
+    with assigned_action(ob, action):
+        return bone_heads_world(scene, ob, frames)
+
+
+def travel_channels(id_data: Any, specs: Sequence[ChannelSpec], *, max_vertical: float = 0.5) -> list[int]:
+    """Indices (into ``specs``) of the root's horizontal location channels, which a loop keeps as
+    velocity (the character travels on from cycle to cycle).
+
+    Objects: ``location`` channels whose axis (in the space location applies in: parent and parent
+    inverse) is mostly horizontal in world space. Armatures: also the ``location`` channels of
+    root bones (no parent), axes from ``bone.matrix_local`` and ``ob.matrix_world``. "Mostly
+    horizontal": the world axis' vertical component is below ``max_vertical`` (30 degrees).
+    """
+    if not isinstance(id_data, bpy.types.Object):
+        return []
+    out: list[int] = []
+    mw = np.array(id_data.matrix_world, dtype=np.float64)[:3, :3]
+    try:
+        basis_inv = np.linalg.inv(np.array(id_data.matrix_basis, dtype=np.float64))
+        space = (np.array(id_data.matrix_world, dtype=np.float64) @ basis_inv)[:3, :3]
+    except np.linalg.LinAlgError:
+        space = np.eye(3)
+    bones = getattr(getattr(id_data, "data", None), "bones", None) if id_data.type == "ARMATURE" else None
+    for j, spec in enumerate(specs):
+        if spec.kind != LOCATION or property_of_path(spec.data_path) != "location":
+            continue
+        if not (0 <= spec.array_index < 3):
+            continue
+        if spec.owner_path == "":
+            axis = space[:, spec.array_index]
+        else:
+            name = bone_name_of_path(spec.data_path)
+            if name is None or bones is None:
+                continue
+            bone = bones.get(name)
+            if bone is None or bone.parent is not None:
+                continue
+            ml = np.array(bone.matrix_local, dtype=np.float64)[:3, :3]
+            axis = mw @ ml[:, spec.array_index]
+        norm = float(np.linalg.norm(axis))
+        if norm > 0.0 and abs(axis[2]) / norm < max_vertical:
+            out.append(j)
+    return out
+
+
+def pose_bone_fcurves(ob: bpy.types.Object) -> tuple[list[bpy.types.FCurve], list[ChannelSpec], int]:
+    """The armature's animated pose-bone channels, in the action's order.
+
+    Returns ``(fcurves, specs, skipped)``: the curves of :data:`POSE_PROPERTIES` of bones that
+    exist, their specs, and the number of the action's other curves (object transforms,
+    axis-angle, custom properties, missing bones, paths nested deeper), which a pose vector
+    leaves out.
+    """
+    fcurves = list_fcurves(ob)
+    bones = ob.pose.bones if ob.type == "ARMATURE" and ob.pose is not None else None
+    used, skipped = [], 0
+    for fc in fcurves:
+        name = bone_name_of_path(fc.data_path)
+        prop = property_of_path(fc.data_path)
+        size = POSE_PROPERTY_SIZE.get(prop)
+        if (bones is None or name is None or bones.get(name) is None or size is None
+                or not 0 <= fc.array_index < size or fc.data_path != bone_path(name, prop)):
+            skipped += 1
+            continue
+        used.append(fc)
+    return used, channel_specs(ob, used), skipped
+
+
+def read_action_matrix(ob: bpy.types.Object, frames: Sequence[float] | np.ndarray,
+                       fcurves: Sequence[bpy.types.FCurve] | None = None) -> tuple[np.ndarray, list[ChannelSpec]]:
+    """An armature action as a frame matrix: the pose vector of all bones per frame.
+
+    Every animated pose-bone channel (:func:`pose_bone_fcurves`, or ``fcurves``) is sampled at
+    ``frames`` (:func:`.fcurves.sample_curves`), then made continuous the way the other tools do
+    (``anim_signals.manifolds.to_motion_curve``): Euler triples lose 2 pi wraps and gimbal flips
+    (rotation order known), quaternion tracks are sign-continuous.
+
+    Returns
+    -------
+    z, specs
+        ``Z (len(frames), channels)`` (one value per row: row size 1) and the channel specs.
+    """
+    from ...anim_signals.manifolds.clips import to_motion_curve
+
+    if fcurves is None:
+        fcurves, specs, _ = pose_bone_fcurves(ob)
+    else:
+        specs = channel_specs(ob, fcurves)
+    _, values = sample_curves(list(fcurves), np.asarray(frames, dtype=np.float64))
+    z = to_motion_curve(
+        values, [s.kind for s in specs], [s.owner_path for s in specs], [s.rotation_mode for s in specs],
+        [s.array_index for s in specs],
+    )
+    return z, specs
+
+
+class PoseWriter:
+    """Writes pose vectors into an armature's pose bones, fast enough for dragging.
+
+    Built once for channels ``data_paths[i][indices[i]]`` (pose-bone properties of
+    :data:`POSE_PROPERTIES`; anything else raises ValueError); :meth:`write` then sets them with
+    one ``foreach_get`` / ``foreach_set`` per bone property, no per-bone Python loop.
+    """
+
+    def __init__(self, ob: Any, data_paths: Sequence[str], indices: Sequence[int]):
+        names = [pb.name for pb in ob.pose.bones]
+        bone_index = {n: i for i, n in enumerate(names)}
+        self.n_bones = len(names)
+        groups: dict[str, tuple[list[int], list[int]]] = {}
+        for col, (path, index) in enumerate(zip(data_paths, indices, strict=True)):
+            name = bone_name_of_path(path)
+            prop = property_of_path(path)
+            size = POSE_PROPERTY_SIZE.get(prop)
+            if name is None or name not in bone_index or size is None:
+                raise ValueError(f"{path}[{index}] is not a pose-bone channel of {ob.name!r}")
+            flat, cols = groups.setdefault(prop, ([], []))
+            flat.append(bone_index[name] * size + int(index))
+            cols.append(col)
+        self.groups = {p: (np.array(f, dtype=np.int64), np.array(c, dtype=np.int64)) for p, (f, c) in groups.items()}
+        self.buffers = {p: np.empty(self.n_bones * POSE_PROPERTY_SIZE[p], dtype=np.float32) for p in groups}
+
+    def write(self, ob: Any, values: np.ndarray) -> None:
+        """Set the channels to ``values`` ((channels,), in the constructor's order) and tag ``ob``."""
+        values = np.asarray(values, dtype=np.float64).reshape(-1)
+        bones = ob.pose.bones
+        for prop, (flat, cols) in self.groups.items():
+            buf = self.buffers[prop]
+            bones.foreach_get(prop, buf)
+            buf[flat] = values[cols]
+            bones.foreach_set(prop, buf)
+        ob.update_tag()
