@@ -11,13 +11,16 @@ One module per kind of data:
 ``channels``        channel kinds, :class:`~.channels.ChannelSpec`, data-path parsing (bone and
                     shape-key names)
 ``fcurves``         an F-curve's keys: reading, sampling, writing (Bezier, dense, baked), Cycles
-``actions``         actions and slots: which curves an ID or action has; find / new / remove
-                    curves; new, copied, assigned actions; frame ranges; read-only checks
-``frames``          visiting other scene frames and restoring the current one
-``armatures``       bones, world-space joints, pose-bone channels, pose writing, travel channels
-``shape_keys``      shape-key curves, coordinates, blending and values
-``meshes``          evaluated meshes over time, Mesh Cache ranges, result objects
-``named_channels``  the motion database's named channels of actions
+``actions``         actions and slots: which curves an ID or action has, which object plays an
+                    action; find / new / remove curves; new, copied, assigned actions and the
+                    curves a tool writes into; frame ranges; ID properties and signatures of
+                    actions; checks before writing (read-only, NLA tweak mode)
+``frames``          the scene's frame rate; visiting other frames and restoring the current one
+``armatures``       bones, armatures playing an action, world-space joints (in cm), pose-bone
+                    channels, pose writing and restoring, travel channels
+``shape_keys``      shape-key curves, coordinates, blending and values (set and restored)
+``meshes``          evaluated meshes over time, Mesh Cache ranges, mesh copies, result objects
+``named_channels``  the motion database's named channels of actions, setting a pose by them
 ``images``          numpy pixels into Image datablocks
 ==================  ===========================================================================
 

@@ -3,9 +3,11 @@
 Blender 4.2/4.3 keep an action's F-curves in ``Action.fcurves`` (no slots). 4.4+ has slotted
 actions: an ID is animated by one slot of its action, whose curves live in a channelbag of a
 keyframe strip of a layer; ``Action.fcurves`` is gone in 5.0. This module is the only place that
-knows the difference. It owns: which action and slot an ID uses, the curves of an action (assigned
-or not), finding / creating / removing a curve, new and copied actions and assigning them (for good
-or for a while), frame ranges, and the read-only checks (linked data, locked curves).
+knows the difference. It owns: which action and slot an ID uses and which objects play an action,
+the curves of an action (assigned or not), finding / creating / removing a curve, new and copied
+actions and assigning them (for good or for a while, keeping the previous one), the curves a tool
+writes into (:func:`writable_curves`), frame ranges, ID properties on actions and a signature of
+their content, and the checks before writing (linked data, NLA tweak mode, locked curves).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import bpy
 
-from .fcurves import read_key_frames
+from .fcurves import count_keys, read_key_frames
 
 
 def has_slots() -> bool:
@@ -192,15 +194,33 @@ def fcurve_locked(fc: bpy.types.FCurve) -> bool:
     return bool(group is not None and group.lock)
 
 
-def id_read_only_reason(id_data: bpy.types.ID) -> str | None:
-    """Why an ID (object, shape keys, action) may not be edited: linked from a library or a
-    non-editable override. None when it may."""
-    label = f'Action "{id_data.name}"' if isinstance(id_data, bpy.types.Action) else f'"{id_data.name}"'
-    if id_data.library is not None:
-        return f'{label} is linked from library "{id_data.library.filepath}" and is read-only'
-    if not getattr(id_data, "is_editable", True):
-        return f"{label} is not editable (library override or linked data)"
+def id_read_only_reason(*ids: Any) -> str | None:
+    """Why an ID (object, its data, shape keys, action) may not be edited: linked from a library or
+    a non-editable override. With several IDs the first one's reason (``None`` entries are skipped,
+    e.g. the data of an empty). None when all may be edited."""
+    for id_data in ids:
+        if id_data is None:
+            continue
+        label = f'Action "{id_data.name}"' if isinstance(id_data, bpy.types.Action) else f'"{id_data.name}"'
+        if id_data.library is not None:
+            return f'{label} is linked from library "{id_data.library.filepath}" and is read-only'
+        if not getattr(id_data, "is_editable", True):
+            return f"{label} is not editable (library override or linked data)"
     return None
+
+
+def tweak_mode_reason(id_data: Any) -> str | None:
+    """Why the action of ``id_data`` may not be edited now: its NLA is in tweak mode (None when not)."""
+    if getattr(getattr(id_data, "animation_data", None), "use_tweak_mode", False):
+        return f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first'
+    return None
+
+
+def action_edit_reason(id_data: Any, action: bpy.types.Action) -> str | None:
+    """Why a tool may not rewrite the curves of ``action`` assigned to ``id_data``: NLA tweak mode,
+    or the ID or the action read-only (:func:`tweak_mode_reason`, :func:`id_read_only_reason`).
+    None when it may."""
+    return tweak_mode_reason(id_data) or id_read_only_reason(id_data, action)
 
 
 def id_has_paths(id_data: Any, data_paths: Iterable[str]) -> bool:
@@ -218,16 +238,34 @@ def objects_using_action(action: bpy.types.Action) -> list[bpy.types.Object]:
     return [ob for ob in bpy.data.objects if get_action(ob) == action]
 
 
+def object_playing(action: bpy.types.Action, ob: Any = None) -> bpy.types.Object | None:
+    """An object animated by ``action``: ``ob`` when it uses it, else any user, else ``None``."""
+    if ob is not None and get_action(ob) == action:
+        return ob
+    users = objects_using_action(action)
+    return users[0] if users else None
+
+
+def id_playing_paths(ob: Any, data_paths: Iterable[str]) -> Any:
+    """The ID of ``ob`` (the object, then its shape keys) that has every data path and may be
+    written to; ``None`` when neither can play them."""
+    if ob is None:
+        return None
+    paths = list(data_paths)
+    for id_data in animated_ids(ob, "OBJECT") + animated_ids(ob, "SHAPE_KEYS"):
+        if id_read_only_reason(id_data) is None and id_has_paths(id_data, paths):
+            return id_data
+    return None
+
+
 def new_action(id_data: Any, name: str, *, keep_previous: bool = True) -> bpy.types.Action:
     """A new, empty action named ``name`` assigned to ``id_data``; on 4.4+ with a new slot for it,
     one layer and one keyframe strip.
 
-    With ``keep_previous`` the action assigned before gets a fake user when this takes its last
-    user, so it survives saving.
+    With ``keep_previous`` the action assigned before is kept (see :func:`keep_previous_action`).
     """
-    old = get_action(id_data)
-    if keep_previous and old is not None and old.library is None and old.users <= 1:
-        old.use_fake_user = True
+    if keep_previous:
+        keep_previous_action(id_data)
     action: Any = bpy.data.actions.new(name)
     adt = id_data.animation_data or id_data.animation_data_create()
     adt.action = action
@@ -239,27 +277,116 @@ def new_action(id_data: Any, name: str, *, keep_previous: bool = True) -> bpy.ty
     return action
 
 
-def copy_action(action: bpy.types.Action, name: str | None = None) -> bpy.types.Action:
-    """A full copy of ``action`` (every slot and curve) named ``name`` (default "<name>.fit").
+def keep_previous_action(id_data: Any) -> None:
+    """Before another action is assigned to ``id_data``: give its current local action a fake user
+    when ``id_data`` is its last user, so it survives saving."""
+    old = get_action(id_data)
+    if old is not None and old.library is None and old.users <= 1:
+        old.use_fake_user = True
+
+
+def copy_action(action: bpy.types.Action, name: str) -> bpy.types.Action:
+    """A full copy of ``action`` (every slot and curve) named ``name``.
 
     The original gets a fake user, so it survives saving when nothing uses it any more (the copy
     usually replaces it).
     """
     new: Any = action.copy()
-    new.name = name if name is not None else f"{action.name}.fit"
+    new.name = name
     action.use_fake_user = True
     return new
 
 
-def assign_action(id_data: Any, action: bpy.types.Action | None, slot_identifier: str | None = None) -> None:
+def copy_with_channels(action: bpy.types.Action, name: str, slot_identifier: str | None,
+                       keys: Sequence[tuple[str, int]]) -> tuple[bpy.types.Action, list[bpy.types.FCurve]]:
+    """A copy of ``action`` named ``name`` holding only the channels ``keys`` (data path, index).
+
+    The original is left alone (but for the fake user of :func:`copy_action`). Returns the copy and
+    its curves for ``keys``, in that order (read from the slot ``slot_identifier`` on Blender 4.4+).
+    """
+    copy: Any = copy_action(action, name)
+    slot = None
+    if slot_identifier is not None and hasattr(copy, "slots"):
+        slot = copy.slots.get(slot_identifier)
+    wanted = set(keys)
+    for fc in action_fcurves(copy, slot):
+        if (fc.data_path, fc.array_index) not in wanted:
+            remove_fcurve(copy, slot, fc)
+    curves = []
+    for path, index in keys:
+        curve = find_fcurve(copy, slot, path, index)
+        if curve is None:  # pragma: no cover - the copy has every curve of the original
+            raise RuntimeError(f"{path}[{index}] missing in the copied action {copy.name}")
+        curves.append(curve)
+    return copy, curves
+
+
+def assign_action(id_data: Any, action: bpy.types.Action | None, slot_identifier: str | None = None, *,
+                  keep_previous: bool = False) -> None:
     """Assign ``action`` to ``id_data`` (creating its animation data); on 4.4+ also the slot with
-    ``slot_identifier`` when the action has it."""
+    ``slot_identifier`` when the action has it.
+
+    With ``keep_previous`` the action assigned before is kept (see :func:`keep_previous_action`).
+    When Blender refuses the slot (one for another ID type) the action and slot assigned before are
+    put back and its RuntimeError, TypeError or ValueError raised.
+    """
+    if keep_previous:
+        keep_previous_action(id_data)
     adt = id_data.animation_data or id_data.animation_data_create()
+    old_action, old_slot = adt.action, getattr(adt, "action_slot", None)
     adt.action = action
     if action is not None and slot_identifier is not None and hasattr(adt, "action_slot"):
         slot = action.slots.get(slot_identifier)
         if slot is not None:
-            adt.action_slot = slot
+            try:
+                adt.action_slot = slot
+            except (RuntimeError, TypeError, ValueError):
+                adt.action = old_action
+                if old_slot is not None:
+                    adt.action_slot = old_slot
+                raise
+
+
+def writable_curves(jobs: Sequence[Any], *, keep_original: bool, suffix: str) -> list[tuple[Any, list]]:
+    """Per job, the action and the F-curves to write the job's channels into.
+
+    Parameters
+    ----------
+    jobs : sequence
+        Each with ``id_data``, ``action``, ``slot_identifier``, ``specs`` (its channels) and
+        ``fcurves`` (their curves in the action, in the same order).
+    keep_original : bool
+        Copy every distinct action once as ``"<action><suffix>"`` (the original keeps a fake user,
+        see :func:`copy_action`) and assign the copy to each job's ID, same slot; else the jobs'
+        own curves.
+    suffix : str
+        The copies' name suffix, e.g. ``".loop"``.
+
+    Returns
+    -------
+    list of (Action, list of FCurve)
+        One per job, the curves in the order of its ``specs``.
+    """
+    copies: dict[str, Any] = {}
+    out = []
+    for job in jobs:
+        if not keep_original:
+            out.append((job.action, list(job.fcurves)))
+            continue
+        key = job.action.name
+        if key not in copies:
+            copies[key] = copy_action(job.action, f"{key}{suffix}")
+        action = copies[key]
+        assign_action(job.id_data, action, job.slot_identifier)
+        slot = get_slot(job.id_data)
+        curves = []
+        for spec in job.specs:
+            fc = find_fcurve(action, slot, spec.data_path, spec.array_index)
+            if fc is None:  # pragma: no cover - the copy has every curve of the original
+                raise RuntimeError(f"{spec.label} missing in the copied action {action.name}")
+            curves.append(fc)
+        out.append((action, curves))
+    return out
 
 
 @contextmanager
@@ -312,3 +439,26 @@ def set_action_frame_range(action: bpy.types.Action, start: float, end: float, *
         action.frame_start = start
         action.frame_end = end
     action.use_cyclic = cyclic
+
+
+def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -> list[tuple[Any, int]]:
+    """Set the ID property ``prop`` of each action to its value; returns the read-only actions
+    (linked or overridden) left unchanged, with the value they did not get."""
+    skipped = []
+    for action, value in zip(actions, values, strict=True):
+        if id_read_only_reason(action) is None:
+            action[prop] = int(value)
+        else:
+            skipped.append((action, int(value)))
+    return skipped
+
+
+def actions_signature(actions: Iterable[bpy.types.Action]) -> tuple:
+    """What changes when an action is edited: per action its name, curve count, key count and
+    frame range (curves read as :func:`fcurves_of_action` does)."""
+    sig: list[tuple] = []
+    for a in actions:
+        fcs = fcurves_of_action(a)
+        rng: Any = a.frame_range
+        sig.append((a.name, len(fcs), count_keys(fcs), tuple(rng)))
+    return tuple(sig)

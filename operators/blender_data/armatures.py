@@ -1,10 +1,13 @@
 """Armatures: bones, pose-bone channels and world-space joints.
 
-Owns the rest skeleton (:func:`bone_hierarchy`, :func:`figure_height`), joints in world space over
-time (:func:`bone_heads_world`, with a not-assigned action: :func:`bone_heads_with_action`), the
-pose-bone channels of an armature's action (:func:`pose_bone_fcurves`, read as a frame matrix by
-:func:`read_action_matrix`, written live by :class:`PoseWriter`), and the root channels a loop keeps
-travelling (:func:`travel_channels`). Pose-bone transforms are read and written with one
+Owns the rest skeleton (:func:`bone_hierarchy`, :func:`figure_height`), which armatures play an
+action or have its bones (:func:`armatures_using`, :func:`animated_bones`,
+:func:`armature_with_bones`), joints in world space over time (:func:`bone_heads_world`, with a
+not-assigned action: :func:`bone_heads_with_action`; in cm: :func:`cm_per_unit`), the pose-bone
+channels of an armature's action (:func:`pose_bone_fcurves`, read as a frame matrix by
+:func:`read_action_matrix`, written live by :class:`PoseWriter`), the pose-bone transforms as they
+are (:func:`read_bone_transforms`, :func:`restore_bone_transforms`), and the root channels a loop
+keeps travelling (:func:`travel_channels`). Pose-bone transforms are read and written with one
 ``foreach_get`` / ``foreach_set`` per property.
 """
 
@@ -16,7 +19,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from .actions import assigned_action, list_fcurves
+from .actions import assigned_action, fcurves_of_action, get_action, list_fcurves, objects_using_action
 from .channels import LOCATION, ChannelSpec, bone_name_of_path, bone_path, channel_specs, property_of_path
 from .fcurves import sample_curves
 from .frames import visiting_frames
@@ -53,6 +56,32 @@ def figure_height(ob: bpy.types.Object) -> float:
     bones.foreach_get("tail_local", tails)
     pts = np.concatenate([heads.reshape(n, 3), tails.reshape(n, 3)]).astype(np.float64)
     return float(np.ptp(pts, axis=0).max())
+
+
+def armatures_using(action: bpy.types.Action) -> list[bpy.types.Object]:
+    """The armature objects animated by ``action``."""
+    return [o for o in objects_using_action(action) if o.type == "ARMATURE"]
+
+
+def animated_bones(action: bpy.types.Action) -> set[str]:
+    """Names of the bones ``action`` has F-curves for."""
+    return {b for fc in fcurves_of_action(action) if (b := bone_name_of_path(fc.data_path))}
+
+
+def armature_with_bones(bones: set[str], preferred: bpy.types.Object | None = None) -> bpy.types.Object | None:
+    """An armature object having every bone in ``bones``: ``preferred`` first, then any; else ``None``."""
+    others = [o for o in bpy.data.objects if o.type == "ARMATURE" and o != preferred]
+    for arm in ([preferred] if preferred is not None else []) + others:
+        pose: Any = arm.pose
+        if bones <= set(pose.bones.keys()):
+            return arm
+    return None
+
+
+def cm_per_unit(scene: bpy.types.Scene) -> float:
+    """Centimetres per Blender unit of ``scene`` (its unit scale): world-space joint distances of
+    :func:`bone_heads_world` times this are in cm."""
+    return 100.0 * float(scene.unit_settings.scale_length or 1.0)
 
 
 def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float]) -> np.ndarray:
@@ -128,15 +157,22 @@ def travel_channels(id_data: Any, specs: Sequence[ChannelSpec], *, max_vertical:
     return out
 
 
-def pose_bone_fcurves(ob: bpy.types.Object) -> tuple[list[bpy.types.FCurve], list[ChannelSpec], int]:
+def pose_bone_fcurves(ob: bpy.types.Object, action: bpy.types.Action | None = None,
+                      ) -> tuple[list[bpy.types.FCurve], list[ChannelSpec], int]:
     """The armature's animated pose-bone channels, in the action's order.
+
+    ``action``: the action to read (need not be assigned: its curves as
+    :func:`.actions.fcurves_of_action` reads them for ``ob``); default the assigned one.
 
     Returns ``(fcurves, specs, skipped)``: the curves of :data:`POSE_PROPERTIES` of bones that
     exist, their specs, and the number of the action's other curves (object transforms,
     axis-angle, custom properties, missing bones, paths nested deeper), which a pose vector
     leaves out.
     """
-    fcurves = list_fcurves(ob)
+    if action is None or action == get_action(ob):
+        fcurves = list_fcurves(ob)
+    else:
+        fcurves = fcurves_of_action(action, ob)
     bones = ob.pose.bones if ob.type == "ARMATURE" and ob.pose is not None else None
     used, skipped = [], 0
     for fc in fcurves:
@@ -177,6 +213,31 @@ def read_action_matrix(ob: bpy.types.Object, frames: Sequence[float] | np.ndarra
         [s.array_index for s in specs],
     )
     return z, specs
+
+
+def read_bone_transforms(ob: bpy.types.Object) -> dict[str, np.ndarray] | None:
+    """Every pose bone's :data:`POSE_PROPERTIES` as they are now (property -> flat float32 array,
+    bones in ``ob.pose.bones`` order); None for objects without a pose."""
+    if ob.pose is None:
+        return None
+    bones = ob.pose.bones
+    out = {}
+    for prop, size in POSE_PROPERTY_SIZE.items():
+        buf = np.empty(len(bones) * size, dtype=np.float32)
+        bones.foreach_get(prop, buf)
+        out[prop] = buf
+    return out
+
+
+def restore_bone_transforms(ob: bpy.types.Object, transforms: dict[str, np.ndarray] | None) -> None:
+    """Write back :func:`read_bone_transforms` (properties whose size no longer fits the bones are
+    skipped) and tag ``ob``."""
+    if ob.pose is not None and transforms:
+        bones = ob.pose.bones
+        for prop, buf in transforms.items():
+            if buf.size == len(bones) * POSE_PROPERTY_SIZE[prop]:
+                bones.foreach_set(prop, buf)
+    ob.update_tag()
 
 
 class PoseWriter:

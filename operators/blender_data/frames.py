@@ -1,6 +1,6 @@
-"""The scene frame: visiting other frames and coming back.
+"""The scene's time: its frame rate, and visiting other frames and coming back.
 
-Owns :func:`visiting_frames`, the one place that moves ``scene.frame_current`` to evaluate the
+Owns :func:`scene_fps` and :func:`visiting_frames`, the one place that moves ``scene.frame_current`` to evaluate the
 depsgraph elsewhere in time (world-space bone heads, driven shape-key values, evaluated meshes
 frame by frame, a mesh copy at one frame) and restores the frame (and subframe) the user was on,
 also when the work fails or a generator using it is closed early.
@@ -13,6 +13,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import bpy
+
+
+def scene_fps(scene: bpy.types.Scene) -> float:
+    """The scene's frame rate in frames per second (``fps / fps_base``)."""
+    return float(scene.render.fps) / float(scene.render.fps_base or 1.0)
 
 
 @contextmanager

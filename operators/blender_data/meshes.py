@@ -3,9 +3,11 @@
 Owns reading a mesh's evaluated vertices frame by frame (:func:`mesh_sequence_rows`: Mesh Cache
 PC2 / MDD, Mesh Sequence Cache / Alembic, cloth, any modifier), the frame range a Mesh Cache
 modifier plays (:func:`mesh_cache_frame_range`, with the core's PC2 / MDD readers), a mesh copy of
-the evaluated geometry (:func:`evaluated_mesh_copy`), and new objects for results: a face mesh with
-shape keys (:func:`new_face_object`) and live duplicates (:func:`live_duplicate`). Vertex positions
-are read with ``foreach_get``.
+the evaluated geometry (:func:`evaluated_mesh_copy`) or of the mesh data
+(:func:`mesh_copy_without_shape_keys`), and objects for results: a face mesh with shape keys
+(:func:`new_face_object`), live duplicates (:func:`live_duplicate`), plain copies
+(:func:`new_object_copy`) and giving an object other mesh data (:func:`replace_mesh`). Vertex
+positions are read with ``foreach_get``.
 """
 
 from __future__ import annotations
@@ -115,6 +117,16 @@ def evaluated_mesh_copy(scene: bpy.types.Scene, ob: bpy.types.Object, frame: flo
     return mesh
 
 
+def mesh_copy_without_shape_keys(ob: bpy.types.Object, name: str) -> bpy.types.Mesh:
+    """A copy of the mesh of ``ob`` named ``name``, its copied shape keys removed outright (no orphan Key)."""
+    data: Any = ob.data
+    mesh = data.copy()
+    mesh.name = name
+    if mesh.shape_keys is not None:
+        bpy.data.batch_remove([mesh.shape_keys])
+    return mesh
+
+
 def new_face_object(name: str, vertices: np.ndarray, faces: Sequence[Sequence[int]],
                     shape_keys: Sequence[tuple[str, np.ndarray]], collection: Any = None) -> bpy.types.Object:
     """A mesh object ``name`` (linked to ``collection`` or the scene's) with vertices (V, 3), the
@@ -152,3 +164,30 @@ def live_duplicate(ob: Any, name: str) -> bpy.types.Object:
     if key is not None and key.animation_data is not None:
         key.animation_data_clear()
     return dup
+
+
+def new_object_copy(ob: bpy.types.Object, name: str, scene: bpy.types.Scene,
+                    drop_properties: tuple[str, ...] = ()) -> bpy.types.Object:
+    """A copy of ``ob`` named ``name`` without animation data and without the ID properties
+    ``drop_properties``, linked to the local collections of ``ob`` (else the scene's collection)."""
+    copy: Any = ob.copy()
+    copy.name = name
+    for key in list(copy.keys()):
+        if key in drop_properties:
+            del copy[key]
+    copy.animation_data_clear()
+    colls = [c for c in ob.users_collection if c.library is None] or [scene.collection]
+    for c in colls:
+        c.objects.link(copy)
+    return copy
+
+
+def replace_mesh(ob: bpy.types.Object, mesh: bpy.types.Mesh) -> None:
+    """Give ``ob`` the mesh data ``mesh``: its old mesh is removed when nothing else uses it, and
+    the object keeps no shape keys."""
+    old: Any = ob.data
+    ob.data = mesh
+    if old is not None and old != mesh and old.users == 0:
+        bpy.data.meshes.remove(old)
+    if mesh.shape_keys is not None:
+        ob.shape_key_clear()

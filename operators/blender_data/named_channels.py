@@ -5,7 +5,8 @@ rotations (channel name: ``'pose.bones["B"].rotation_euler[0]'``; locations and 
 units and left out). This module owns those names (:func:`pose_channel_name`,
 :func:`parse_pose_channel`), telling which kind an action is (:func:`action_kind`), and reading an
 action's named channels on whole frames / writing them as a new baked action
-(:func:`read_named_channels`, :func:`write_named_channels`).
+(:func:`read_named_channels`, :func:`write_named_channels`), and setting a pose given by channel
+names on an object without keying it (:class:`NamedPoseWriter`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import bpy
 import numpy as np
 
 from .actions import action_frame_range, fcurves_of_action, new_action, new_fcurve
+from .armatures import PoseWriter
 from .channels import (
     bone_name_of_path,
     is_shape_key_value_path,
@@ -26,6 +28,7 @@ from .channels import (
     shape_key_value_path,
 )
 from .fcurves import sample_curves, write_dense_linear
+from .shape_keys import set_key_values_by_name
 
 DB_SHAPE_KEYS = "SHAPE_KEYS"
 DB_ARMATURE = "ARMATURE"
@@ -116,3 +119,26 @@ def write_named_channels(id_data: Any, action_name: str, kind: str, frames: np.n
             fc = new_fcurve(id_data, action, path, index, group=bone_name_of_path(path))
         write_dense_linear(fc, frames, values[:, j])
     return action
+
+
+class NamedPoseWriter:
+    """Sets a pose given by channel names on an object, without keying it.
+
+    ``kind`` DB_SHAPE_KEYS: the names are shape-key names; DB_ARMATURE: pose-bone channel names
+    such as ``pose.bones["B"].rotation_euler[0]`` (see :func:`pose_channel_name`).
+    """
+
+    def __init__(self, kind: str, names: Sequence[str]):
+        self.kind = kind
+        self.names = list(names)
+        self._pose_writer: Any = None
+
+    def write(self, ob: Any, values: np.ndarray) -> None:
+        """Set ``values`` (one per name) on ``ob``."""
+        if self.kind == DB_SHAPE_KEYS:
+            set_key_values_by_name(ob, self.names, values)
+            return
+        if self._pose_writer is None:
+            parsed = [parse_pose_channel(n) for n in self.names]
+            self._pose_writer = PoseWriter(ob, [p for p, _ in parsed], [i for _, i in parsed])
+        self._pose_writer.write(ob, values)

@@ -4,7 +4,8 @@ Owns the shape-key datablock (Key) side of a mesh: which key values are animated
 (:func:`shape_key_fcurves`, :func:`shape_keys_animated`), the key blocks' coordinates
 (:func:`read_key_block_coords`), the mesh's shape-key animation as a frame matrix
 (:func:`read_shape_key_matrix`), and writing keys and values (:func:`write_shape_key_basis`,
-:func:`set_key_values`, :func:`set_key_values_by_name`). Coordinates and values go through
+:func:`set_key_values`, :func:`set_key_values_by_name`; the values as they were:
+:func:`read_key_values`, :func:`restore_key_values`). Coordinates and values go through
 ``foreach_get`` / ``foreach_set``.
 """
 
@@ -192,3 +193,24 @@ def set_key_values_by_name(ob: Any, names: Sequence[str], values: np.ndarray) ->
     idx = np.array([index[names[j]] for j in cols], dtype=np.int64)
     set_key_values(key, idx, np.asarray(values, dtype=np.float64)[cols].astype(np.float32))
     ob.data.update_tag()
+
+
+def read_key_values(ob: Any) -> np.ndarray | None:
+    """The values of the object's shape keys as they are now ((key blocks,) float32, in order);
+    None without shape keys."""
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    if key is None:
+        return None
+    values = np.empty(len(key.key_blocks), dtype=np.float32)
+    key.key_blocks.foreach_get("value", values)
+    return values
+
+
+def restore_key_values(ob: Any, values: np.ndarray | None) -> None:
+    """Write back :func:`read_key_values` (skipped when the number of shape keys changed) and tag
+    the Key and ``ob``."""
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    if key is not None and values is not None and len(values) == len(key.key_blocks):
+        key.key_blocks.foreach_set("value", values)
+        key.update_tag()  # foreach_set tags nothing by itself
+    ob.update_tag()

@@ -18,24 +18,23 @@ import numpy as np
 from ...anim_signals import iter_fit_channels
 from ...anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
 from ..blender_data.actions import (
+    action_edit_reason,
     animated_ids,
-    assign_action,
-    copy_action,
     fcurve_locked,
-    find_fcurve,
     get_action,
-    get_slot,
-    id_read_only_reason,
     list_fcurves,
     slot_identifier,
+    writable_curves,
 )
-from ..blender_data.armatures import bone_heads_world
+from ..blender_data.armatures import bone_heads_world, cm_per_unit
 from ..blender_data.channels import EULER, LOCATION, QUATERNION, channel_specs
 from ..blender_data.fcurves import count_keys, sample_curves, write_bezier
 from ..common import InputError
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
 JOINT_ERROR_SAMPLES = 48
+# The name suffix of the action copies written when the originals are kept: "<action>.fit".
+FIT_SUFFIX = ".fit"
 
 
 class FitInputError(InputError):
@@ -133,9 +132,7 @@ def plan_fit(
         action = get_action(id_data)
         if adt is None or action is None:
             raise FitInputError(f'"{id_data.name}" has no animation data (no action to fit)')
-        if getattr(adt, "use_tweak_mode", False):
-            raise FitInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
-        reason = id_read_only_reason(id_data) or id_read_only_reason(action)
+        reason = action_edit_reason(id_data, action)
         if reason:
             raise FitInputError(reason)
         fcurves = list_fcurves(id_data, selected_only=selected_only)
@@ -318,29 +315,14 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
         frames = _joint_frames(job.frames)
         before[job.id_data.name] = (frames, bone_heads_world(scene, job.id_data, frames))
 
-    copies: dict[str, bpy.types.Action] = {}
-    for job in plan.jobs:
-        if keep_original:
-            key = job.action.name
-            if key not in copies:
-                copies[key] = copy_action(job.action)
-            action = copies[key]
-            assign_action(job.id_data, action, job.slot_identifier)
-            slot = get_slot(job.id_data)
-            targets = []
-            for spec in job.specs:
-                fc = find_fcurve(action, slot, spec.data_path, spec.array_index)
-                if fc is None:  # pragma: no cover - the copy has every curve of the original
-                    raise RuntimeError(f"{spec.label} missing in the copied action {action.name}")
-                targets.append(fc)
-        else:
-            targets = job.fcurves
-        for fc, curve in zip(targets, job.result.curves, strict=True):
+    targets = writable_curves(plan.jobs, keep_original=keep_original, suffix=FIT_SUFFIX)
+    for job, (_, curves) in zip(plan.jobs, targets, strict=True):
+        for fc, curve in zip(curves, job.result.curves, strict=True):
             write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
         summary.action_names.append(job.id_data.animation_data.action.name)
 
     if armature_jobs:
-        unit = 100.0 * float(scene.unit_settings.scale_length or 1.0)
+        unit = cm_per_unit(scene)
         worst = 0.0
         for job in armature_jobs:
             frames, heads0 = before[job.id_data.name]

@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from ...anim_signals.manifolds import elastic, from_motion_curve, select_travel
-from ..blender_data.actions import action_slot_identifier, fcurves_of_action, set_action_frame_range
+from ..blender_data.actions import (
+    action_slot_identifier,
+    assign_action,
+    copy_with_channels,
+    fcurves_of_action,
+    id_playing_paths,
+    object_playing,
+    set_action_frame_range,
+)
 from ..blender_data.armatures import travel_channels
 from ..blender_data.channels import channel_specs
 from ..blender_data.fcurves import add_cycles_modifier, clear_modifiers, has_cycles, write_dense
@@ -31,7 +39,6 @@ from .clips import (
     spec_owners,
 )
 from .curves import harmonise, moving_channels, nearly_closed
-from .data import assign_keeping_previous, copy_with_channels, id_playing_paths, object_playing
 
 __all__ = ["BlendPlan", "BlendSummary", "Clip", "blend_name", "plan_blend", "run_blend", "write_blend"]
 
@@ -188,6 +195,7 @@ class BlendSummary:
     missing_in_a: int = 0
     missing_in_b: int = 0
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # for the report, e.g. an assignment Blender refused
 
     def message(self) -> str:
         kind = "closed (cyclic)" if self.closed else "open"
@@ -219,6 +227,10 @@ def write_blend(plan: BlendPlan, results: Sequence[np.ndarray], *, align: bool =
         new_actions.append(act)
         s.action_names.append(act.name)
     if plan.target is not None and new_actions:
-        if assign_keeping_previous(plan.target, new_actions[0], plan.slot_identifier):
+        try:
+            assign_action(plan.target, new_actions[0], plan.slot_identifier, keep_previous=True)
+        except (RuntimeError, TypeError, ValueError) as err:
+            s.warnings.append(f'"{new_actions[0].name}" could not be assigned to "{plan.target.name}": {err}')
+        else:
             s.assigned_to = plan.target.name
     return s

@@ -21,8 +21,14 @@ import numpy as np
 
 from ...anim_signals.imaging import raster
 from ...anim_signals.manifolds import elastic, skeleton
-from ..blender_data.actions import fcurves_of_action, get_action
-from ..blender_data.armatures import bone_heads_with_action, bone_hierarchy
+from ..blender_data.actions import fcurves_of_action, get_action, object_playing, store_on_actions
+from ..blender_data.armatures import (
+    animated_bones,
+    armature_with_bones,
+    armatures_using,
+    bone_heads_with_action,
+    bone_hierarchy,
+)
 from ..blender_data.channels import bone_name_of_path, channel_specs
 from ..blender_data.images import write_image
 from ..common.text import parse_names, short_list
@@ -36,7 +42,6 @@ from .clips import (
     sample_action,
 )
 from .curves import harmonise, moving_channels
-from .data import animated_bones, armature_with_bones, armatures_using, object_playing, store_on_actions
 
 __all__ = [
     "BodyJob",

@@ -17,21 +17,27 @@ import numpy as np
 
 from ...anim_signals.manifolds import find_cycle, from_motion_curve, make_loop, select_travel
 from ..blender_data.actions import (
+    action_edit_reason,
     action_frame_range,
     animated_ids,
     fcurve_locked,
     get_action,
-    id_read_only_reason,
     list_fcurves,
     set_action_frame_range,
     slot_identifier,
+    writable_curves,
 )
-from ..blender_data.armatures import bone_heads_world, bone_hierarchy, figure_height, travel_channels
+from ..blender_data.armatures import (
+    bone_heads_world,
+    bone_hierarchy,
+    cm_per_unit,
+    figure_height,
+    travel_channels,
+)
 from ..blender_data.channels import LOCATION, channel_specs
 from ..blender_data.fcurves import add_cycles_modifier, modifier_types, sample_curves, write_dense
 from .clips import MIN_FRAMES, MotionInputError, check_finite, continuous, spec_kinds, spec_owners
 from .curves import finite_max, finite_rms, joint_seam, location_mask, moving_channels, rotation_degrees
-from .data import cm_per_unit, writable_curves
 
 __all__ = ["LoopJob", "LoopPlan", "LoopSummary", "plan_loop", "run_loop", "world_seam", "write_loop"]
 
@@ -109,13 +115,10 @@ def _loopable_ids(ob, warnings: list[str]) -> list[tuple[Any, Any, list]]:
         raise MotionInputError(f'"{ob.name}" has no animation data (no action to loop)')
     found = []
     for id_data in ids:
-        adt = id_data.animation_data
         action = get_action(id_data)
-        if getattr(adt, "use_tweak_mode", False):
-            raise MotionInputError(f'"{id_data.name}" is in NLA tweak mode: exit tweak mode first')
         if action is None:  # pragma: no cover - animated_ids('AUTO') only lists IDs with an action
             continue
-        reason = id_read_only_reason(id_data) or id_read_only_reason(action)
+        reason = action_edit_reason(id_data, action)
         if reason:
             raise MotionInputError(reason)
         usable = _usable_curves(list_fcurves(id_data), warnings, f'"{id_data.name}"')

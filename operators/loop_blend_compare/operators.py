@@ -127,6 +127,8 @@ class ANIM_SIGNALS_OT_blend_actions(BlendSettings, SettingsOperator, bpy.types.O
         summary = write_blend(plan, results, align=self.align)
         summary.seconds = time.perf_counter() - t0
         context.scene.anim_signals.last_blend.store(summary)
+        for message in summary.warnings:
+            self.report({"WARNING"}, message)
         self.report({"INFO"}, summary.message())
         return {"FINISHED"}
 

@@ -14,10 +14,10 @@ from typing import Any
 import bpy
 
 from ...anim_signals.motiondb import MotionDatabase
+from ..blender_data.actions import actions_signature
 from ..blender_data.named_channels import action_kind, named_channel_curves, read_named_channels
 from ..common import InputError
 from ..common.text import short_list
-from .data import actions_signature
 
 __all__ = [
     "LIVE_SUFFIX",

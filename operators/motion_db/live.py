@@ -19,9 +19,9 @@ import numpy as np
 from ...anim_signals.motiondb import Reconstructor
 from ..blender_data.fcurves import evaluate_curves
 from ..blender_data.meshes import live_duplicate
+from ..blender_data.named_channels import NamedPoseWriter
 from ..blender_data.shape_keys import key_block_names
 from ..common.text import short_list
-from .data import NamedPoseWriter
 from .database import LIVE_SUFFIX
 from .properties import SHAPE_KEYS
 from .reconstruct import QueryPlan, plan_query

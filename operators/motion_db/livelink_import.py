@@ -15,11 +15,11 @@ import numpy as np
 
 from ...anim_signals.motiondb import livelink
 from ..blender_data.actions import id_read_only_reason
+from ..blender_data.frames import scene_fps
 from ..blender_data.meshes import new_face_object
 from ..blender_data.named_channels import write_named_channels
 from ..blender_data.shape_keys import key_block_names
 from ..common import InputError
-from .data import scene_fps
 from .names import match_names
 from .properties import SHAPE_KEYS
 

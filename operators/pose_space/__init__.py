@@ -9,7 +9,6 @@ with separate signals for time, pose and shape"; core: ``anim_signals.posespace`
 - :mod:`.building`: the frames through the core, the result stored on Blender data.
 - :mod:`.storage`: the model on the object (ID properties, shape keys) and its cache.
 - :mod:`.posing`: a pose-space point or time as shape-key values / bone transforms; bake, resample.
-- :mod:`.data`: Blender data helpers of this tool (read-only checks, copies, pose snapshots).
 - :mod:`.operators`: ``anim_signals.build_pose_space``, ``.pose_space_resample``, ``.pose_space_bake``.
 - :mod:`.canvas_state`: the canvas's runtime state (views, cursors; not saved) and geometry.
 - :mod:`.canvas_tools`: navigate, edit time, pin and sketch (drags on the canvas).

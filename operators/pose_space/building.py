@@ -19,9 +19,14 @@ import numpy as np
 
 from ...anim_signals import posespace
 from ...anim_signals.posespace import PoseSpace
-from ..blender_data.meshes import CACHE_MODIFIERS, evaluated_mesh_copy
+from ..blender_data.meshes import (
+    CACHE_MODIFIERS,
+    evaluated_mesh_copy,
+    mesh_copy_without_shape_keys,
+    new_object_copy,
+    replace_mesh,
+)
 from ..blender_data.shape_keys import write_shape_key_basis
-from .data import mesh_copy_without_shape_keys, new_object_copy, replace_mesh
 from .sources import BuildPlan, PoseSpaceInputError, build_plan, read_frames
 from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, forget, is_space_object, store
 

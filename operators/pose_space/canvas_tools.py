@@ -24,6 +24,8 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, FloatVectorProperty, IntProperty
 
 from ...anim_signals.posespace import canvas as cv
+from ..blender_data.armatures import read_bone_transforms, restore_bone_transforms
+from ..blender_data.shape_keys import read_key_values, restore_key_values
 from .canvas_state import (
     HIT_RADIUS,
     NO_SPACE,
@@ -39,7 +41,6 @@ from .canvas_state import (
     ui_metrics,
     view_for,
 )
-from .data import restore_pose, snapshot_pose
 from .posing import apply_position, apply_time
 from .properties import AnimSignalsStrokePoint
 from .storage import save_space
@@ -81,12 +82,16 @@ class _CanvasDrag:
     _panning: Any = None  # last mouse position while panning
     _ob: Any = None
     _space: Any = None
-    _snap: Any = None
+    _snap: Any = None  # (shape-key values, bone transforms) before the drag, restored on cancel
     _last_xy: Any = None
 
     @classmethod
     def poll(cls, context):
         return poll_space(cls, context)
+
+    def _snapshot(self) -> tuple[Any, Any]:
+        """What a live pose update may write on the object: its shape-key values and bone transforms."""
+        return read_key_values(self._ob), read_bone_transforms(self._ob)
 
     def _rect_now(self, context):
         if context.region is not None and context.region.type == "UI":
@@ -236,7 +241,9 @@ class _CanvasDrag:
         st.preview = None
         st.stroke = None
         if self._snap is not None:
-            restore_pose(self._ob, self._snap)
+            values, transforms = self._snap
+            restore_key_values(self._ob, values)
+            restore_bone_transforms(self._ob, transforms)
         tag_redraw(context)
 
 
@@ -272,7 +279,7 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
         return {"FINISHED"}
 
     def _begin(self, context, xy) -> bool:
-        self._snap = snapshot_pose(self._ob)
+        self._snap = self._snapshot()
         self._old_cursor = state_of(self._ob).cursor
         self._update(context, xy)
         return True
@@ -335,7 +342,7 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
             return False
         self.index = j
         self._offset = self._space.time.control[j] - self._pose_xy(context, xy)
-        self._snap = snapshot_pose(self._ob)
+        self._snap = self._snapshot()
         self._update(context, xy)
         return True
 
@@ -420,7 +427,7 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
         self.frame = i
         self.clear = False
         self._offset = self._space.positions[i] - self._pose_xy(context, xy)
-        self._snap = snapshot_pose(self._ob)
+        self._snap = self._snapshot()
         self._live = self._space
         self._update(context, xy)
         return True
@@ -496,7 +503,7 @@ class ANIM_SIGNALS_OT_pose_space_sketch(_CanvasDrag, bpy.types.Operator):
 
     def _begin(self, context, xy) -> bool:
         self._pixels = [tuple(map(float, xy))]
-        self._snap = snapshot_pose(self._ob)
+        self._snap = self._snapshot()
         state_of(self._ob).stroke = self._pose_xy(context, xy)[None, :]
         return True
 

@@ -14,6 +14,7 @@ import time
 
 import bpy
 
+from ..blender_data.frames import scene_fps
 from ..common import SettingsOperator, StepwiseOperator
 from .building import iter_build, write_build
 from .posing import bake_space, resample_times, resampled_space
@@ -25,7 +26,7 @@ from .properties import (
     BuildSettings,
     ResampleSettings,
 )
-from .sources import BuildPlan, PoseSpaceInputError, build_plan, scene_fps
+from .sources import BuildPlan, PoseSpaceInputError, build_plan
 from .storage import PoseSpaceDataError, load_space, save_space, space_object
 
 __all__ = [

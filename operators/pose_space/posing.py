@@ -18,11 +18,11 @@ from ..blender_data.actions import (
     new_action,
     new_fcurve,
     set_action_frame_range,
+    tweak_mode_reason,
 )
-from ..blender_data.channels import bone_name_of_path
+from ..blender_data.channels import bone_name_of_path, shape_key_value_path
 from ..blender_data.fcurves import write_dense_linear
 from ..blender_data.shape_keys import set_key_values
-from .data import read_only_reason
 from .storage import (
     BAKE_MARK,
     SLIDER_RANGE,
@@ -128,7 +128,6 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
     space = space if space is not None else load_space(ps)
     assert space is not None
     _, binding = cached(ps)
-    reason = read_only_reason(ps)
     frames = bake_frames(space)
     if frames.size < 1:
         raise ValueError("The time signal covers no whole frame")
@@ -137,7 +136,7 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
     s = BakeSummary(object_name=ps.name, frame_start=int(frames[0]), frame_end=int(frames[-1]))
     if binding.kind == "MESH":
         key = ps.data.shape_keys
-        reason = reason or id_read_only_reason(key)
+        reason = id_read_only_reason(ps, ps.data, key)
         if reason:
             raise ValueError(reason)
         if getattr(key.animation_data, "use_tweak_mode", False):
@@ -147,14 +146,13 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
         action = new_action(key, f"{ps.name}.bake", keep_previous=not _is_bake(old))
         names = [str(nm) for nm in info.get("key_names", [])]
         for j, name in enumerate(names):
-            fc = new_fcurve(key, action, f'key_blocks["{name}"].value', 0)
+            fc = new_fcurve(key, action, shape_key_value_path(name), 0)
             write_dense_linear(fc, frames, values[:, j])
         s.curves = len(names)
     else:
+        reason = id_read_only_reason(ps, ps.data) or tweak_mode_reason(ps)
         if reason:
             raise ValueError(reason)
-        if getattr(ps.animation_data, "use_tweak_mode", False):
-            raise ValueError(f'"{ps.name}" is in NLA tweak mode: exit tweak mode first')
         values = _pose_values(binding, space, weights)
         old = get_action(ps)
         base = str(info.get("source", {}).get("action", "")) or ps.name

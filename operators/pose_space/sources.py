@@ -11,7 +11,7 @@ Sources (``source``; AUTO picks one from the active object)
                     Mesh Sequence Cache / Alembic, cloth, modifiers): the depsgraph's vertex
                     positions frame by frame, every modifier applied; row size 3.
 
-Everything that touches animation data goes through :mod:`operators.bridge`; nothing here writes.
+Everything that touches animation data goes through :mod:`operators.blender_data`; nothing here writes.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ import numpy as np
 
 from ...anim_signals import posespace
 from ...anim_signals.posespace import PoseSpace
-from ..blender_data.actions import action_frame_range, get_action
-from ..blender_data.armatures import figure_height, read_action_matrix
+from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
+from ..blender_data.armatures import figure_height, pose_bone_fcurves, read_action_matrix
 from ..blender_data.channels import LOCATION, QUATERNION
+from ..blender_data.frames import scene_fps
 from ..blender_data.meshes import TopologyChangeError, mesh_cache_frame_range, mesh_sequence_rows
 from ..blender_data.shape_keys import read_shape_key_matrix, shape_key_fcurves, shape_keys_animated
 from ..common import InputError
-from .data import pose_curves_of_action, read_only_reason
 from .storage import BAKE_MARK, SUFFIX, is_space_object, load_info
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "PoseSpaceInputError",
     "build_plan",
     "read_frames",
-    "scene_fps",
 ]
 
 MIN_FRAMES = posespace.MIN_FRAMES
@@ -53,11 +52,6 @@ SOURCES = ("AUTO", "ACTION", "SHAPE_KEYS", "MESH")
 
 class PoseSpaceInputError(InputError):
     """Bad input: reported to the user, nothing changed."""
-
-
-def scene_fps(scene) -> float:
-    """The scene's frame rate in frames per second (``fps / fps_base``)."""
-    return float(scene.render.fps) / float(scene.render.fps_base or 1.0)
 
 
 @dataclass
@@ -191,15 +185,16 @@ def build_plan(
     if kind == "ACTION":
         if ob.type != "ARMATURE":
             raise PoseSpaceInputError(f'The Action source needs an armature: "{ob.name}" is a {ob.type.lower()} object')
-        reason = read_only_reason(ob)
+        reason = id_read_only_reason(ob, ob.data)
         if reason:
             raise PoseSpaceInputError(f"{reason}: the pose space is stored on the armature")
         action = _source_action(ob)
         if action is None:
             raise PoseSpaceInputError(f'"{ob.name}" has no animation data (no action to build a pose space from)')
-        if getattr(ob.animation_data, "use_tweak_mode", False):
-            raise PoseSpaceInputError(f'"{ob.name}" is in NLA tweak mode: exit tweak mode first')
-        fcurves, specs, skipped = pose_curves_of_action(ob, action)
+        reason = tweak_mode_reason(ob)
+        if reason:
+            raise PoseSpaceInputError(reason)
+        fcurves, specs, skipped = pose_bone_fcurves(ob, action)
         if not fcurves:
             raise PoseSpaceInputError(f'The action "{action.name}" has no pose-bone curves (location, rotation, scale)')
         if skipped:

@@ -55,9 +55,9 @@ import numpy as np
 
 from ...anim_signals.manifolds.clips import quaternion_groups
 from ...anim_signals.posespace import PoseSpace
+from ..blender_data.actions import id_read_only_reason
 from ..blender_data.armatures import PoseWriter
 from ..blender_data.shape_keys import read_key_block_coords
-from .data import read_only_reason
 
 __all__ = [
     "BAKE_MARK",
@@ -328,7 +328,7 @@ def save_space(ob, space: PoseSpace) -> None:
     ps = space_object(ob)
     if ps is None:
         raise ValueError(f'"{getattr(ob, "name", ob)}" has no pose space: build one first')
-    reason = read_only_reason(ps)
+    reason = id_read_only_reason(ps, ps.data)
     if reason:
         raise ValueError(reason)
     g = ps[PROP]

@@ -42,6 +42,7 @@ def lbc(extension):
     """The tool package of the installed extension: ``lbc.loop``, ``lbc.clips``, ``lbc.operators``, ..."""
     return types.SimpleNamespace(
         loop=sys.modules[f"{TOOL}.loop"],
+        blend=sys.modules[f"{TOOL}.blend"],
         clips=sys.modules[f"{TOOL}.clips"],
         operators=sys.modules[f"{TOOL}.operators"],
     )
@@ -361,6 +362,24 @@ def test_blend_half_lies_between_and_is_assigned(scene):
         after = snapshot_action(act)
         for k, arr in snap.items():
             np.testing.assert_array_equal(arr, after[k])
+
+
+@pytest.mark.skipif(not IS_SLOTTED, reason="slotted actions exist from Blender 4.4")
+def test_blend_assignment_refused_is_a_warning(scene, lbc):
+    a_ob, b_ob, a, b, frames = _amp_pair(scene)
+    plan = lbc.blend.plan_blend(b_ob, "WalkA", "WalkB", weight=0.5, cyclic="OPEN")
+    mesh = bpy.data.meshes.new("Face")
+    face = bpy.data.objects.new("Face", mesh)
+    scene.collection.objects.link(face)
+    face.shape_key_add(name="Basis")
+    plan.target = mesh.shape_keys  # A's slot is for objects: Blender refuses it on a Key
+    summary = lbc.blend.write_blend(plan, lbc.blend.run_blend(plan))
+    made = bpy.data.actions["WalkA+WalkB 0.50"]
+    assert summary.assigned_to == "" and "assigned" not in summary.message()
+    assert len(summary.warnings) == 1
+    assert summary.warnings[0].startswith(f'"{made.name}" could not be assigned to "{mesh.shape_keys.name}": ')
+    assert mesh.shape_keys.animation_data.action is None  # the refused assignment is undone
+    assert b_ob.animation_data.action == b and made.use_fake_user
 
 
 def test_blend_in_betweens_cyclic_and_missing_channels(scene):
