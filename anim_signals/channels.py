@@ -12,21 +12,57 @@ import numpy as np
 
 __all__ = ["EULER_ORDERS", "check_finite", "continuous_quaternions", "euler_filter", "unwrap_angles"]
 
+# Blender's Euler rotation modes.
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 
 
 def unwrap_angles(values: np.ndarray) -> np.ndarray:
-    """Remove 2*pi jumps along the frame axis (radians)."""
+    """Remove 2*pi jumps along the frame axis.
+
+    Parameters
+    ----------
+    values : ndarray, shape (N,) or (N, M)
+        Angles in radians, frames along axis 0.
+
+    Returns
+    -------
+    ndarray, same shape
+        Angles shifted by whole turns so consecutive frames differ by at most pi.
+    """
     return np.unwrap(np.asarray(values, dtype=float), axis=0)
 
 
 def euler_filter(angles: np.ndarray, order: str) -> np.ndarray:
-    """Euler triples (N, 3) as (x, y, z) made continuous: 2*pi wraps *and* gimbal flips removed.
+    """Euler triples made continuous: 2*pi wraps *and* gimbal flips removed.
 
     Every Tait-Bryan rotation has a second Euler triple: first and last angle + pi, middle angle
     pi - middle.  Mocap exporters switch between the two (jumps of up to 180 degrees on all three
     channels at once); like Blender's Discontinuity (Euler) Filter, each frame takes the triple
     closest to the previous frame, each angle shifted by whole turns.
+
+    Parameters
+    ----------
+    angles : ndarray, shape (N, 3)
+        Rotation angles (x, y, z) in radians, one row per frame.
+    order : str
+        Blender rotation mode, one of :data:`EULER_ORDERS` (e.g. ``'XYZ'``).
+
+    Returns
+    -------
+    ndarray, shape (N, 3)
+        The same rotations, continuous from frame to frame (the first frame unchanged).
+
+    Raises
+    ------
+    ValueError
+        If ``angles`` is not (N, 3) or ``order`` is unknown.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> flipped = np.array([[0.1, 0.2, 0.3], [0.1 + np.pi, np.pi - 0.2, 0.3 + np.pi]])
+    >>> np.round(euler_filter(flipped, "XYZ"), 6).tolist()
+    [[0.1, 0.2, 0.3], [0.1, 0.2, 0.3]]
     """
     a = np.array(angles, dtype=float, copy=True)
     if a.ndim != 2 or a.shape[1] != 3:
@@ -49,7 +85,18 @@ def euler_filter(angles: np.ndarray, order: str) -> np.ndarray:
 
 
 def continuous_quaternions(quats: np.ndarray) -> np.ndarray:
-    """Flip signs so consecutive quaternions (N, 4) lie in the same hemisphere."""
+    """Flip signs so consecutive quaternions lie in the same hemisphere.
+
+    Parameters
+    ----------
+    quats : ndarray, shape (N, 4)
+        Quaternions (w, x, y, z), one row per frame.
+
+    Returns
+    -------
+    ndarray, shape (N, 4)
+        The same rotations with ``q[k] . q[k-1] >= 0`` (the first frame unchanged).
+    """
     q = np.array(quats, dtype=float, copy=True)
     if q.shape[0] < 2:
         return q
@@ -59,7 +106,20 @@ def continuous_quaternions(quats: np.ndarray) -> np.ndarray:
 
 
 def check_finite(values: np.ndarray, names: Sequence[str] | None = None) -> None:
-    """Raise ValueError naming the first channel that holds NaN or infinite values."""
+    """Raise ValueError naming the first channel that holds NaN or infinite values.
+
+    Parameters
+    ----------
+    values : ndarray, shape (N,) or (N, M)
+        Samples, one column per channel.
+    names : sequence of str, optional
+        Channel names for the message (default ``'channel <index>'``).
+
+    Raises
+    ------
+    ValueError
+        If any sample is NaN or infinite: the message names the channel, value and sample.
+    """
     values = np.asarray(values, dtype=float)
     if values.ndim == 1:
         values = values[:, None]

@@ -720,7 +720,7 @@ def _pose_png(object_name: str, path: str) -> None:
         raise CliError("the extension's pose-space module is not loaded", code=1)
     import importlib
 
-    canvas = importlib.import_module(mod.__name__.rsplit(".operators", 1)[0] + ".anim_signals.canvas")
+    canvas = importlib.import_module(mod.__name__.rsplit(".operators", 1)[0] + ".anim_signals.posespace.canvas")
     space = mod.load_space(bpy.data.objects[object_name])
     view = canvas.fit_space_view(space, 900, 600)
     out = canvas.render_png(canvas.canvas_geometry(space, view), os.path.abspath(path))

@@ -9,7 +9,7 @@ Writes ``out/benchmark_motion/benchmark_motion.md`` and ``.json`` (``--out`` cha
 prints the markdown. BVH clips are read through Blender (its own importer; every F-curve sampled at
 the integer frames with ``fcurve.evaluate``; world joint heads through the depsgraph) and cached in
 ``OUT/cache/<clip>.npz``, so later runs do not import again. The core is called directly:
-``anim_signals.loop`` / ``elastic`` / ``srv`` / ``motion`` / ``skeleton``.
+``anim_signals.manifolds`` (``loop`` / ``elastic`` / ``srv`` / ``clips`` / ``skeleton``).
 
 1. **Loops** on every walking clip (the 9 Xia walks, cmu_131_01, cmu_iclone_02_01_walk): the range from
    ``loop.find_cycle`` on the continuous rotation + location curve (root horizontal location channels
@@ -44,7 +44,8 @@ be.add_core_to_path()
 
 import numpy as np  # noqa: E402
 
-from anim_signals import elastic, loop, motion, skeleton, srv  # noqa: E402
+from anim_signals.manifolds import clips as motion  # noqa: E402
+from anim_signals.manifolds import elastic, loop, skeleton, srv  # noqa: E402
 
 DATA_DIR = be.REPO_ROOT.parent / "shared" / "data" / "mocap"
 CACHE_VERSION = 3
@@ -455,7 +456,7 @@ def section_cluster(args, cache_dir: Path) -> dict:
         log(f"  {metric}: purity {out['metrics'][metric]['purity']:.3f}, NN cross-clip {acc_cross}, "
             f"NN leave-one-out {acc_all:.3f}, {secs:.1f} s")
         if args.dendrograms:
-            from anim_signals import raster
+            from anim_signals.imaging import raster
 
             tags = [f"{lab} {src} @{s}" for lab, src, s in zip(wl, ws, wstart)]
             img = raster.dendrogram_image(cl.linkage, tags, clusters=clusters,

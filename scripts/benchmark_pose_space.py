@@ -10,7 +10,7 @@ Writes ``out/benchmark_pose_space/benchmark_pose_space.md`` and ``.json`` and on
 (``canvas_<sequence>.png``, drawn without the GPU) (``--out`` changes the folder).
 
 Sequences: the Sumner–Popović horse gallop (``../shared/data/mesh/horse_gallop``: 48 frames x 8,431
-vertices, read with ``anim_signals.meshcache``), a generated twisting cylinder, and a cloth flag baked
+vertices, read with ``anim_signals.meshio.meshcache``), a generated twisting cylinder, and a cloth flag baked
 by Blender's own cloth simulation (bpy module; an analytic travelling-wave flag when bpy is missing).
 
 1. **Error vs k, l, m** (seed eq. 2, RMS and max per vertex) on a grid of settings, including the
@@ -44,9 +44,9 @@ be.add_core_to_path()
 
 import numpy as np  # noqa: E402
 
-from anim_signals import canvas  # noqa: E402
 from anim_signals import posespace as ps  # noqa: E402
-from anim_signals.meshcache import read_pc2  # noqa: E402
+from anim_signals.meshio.meshcache import read_pc2  # noqa: E402
+from anim_signals.posespace import canvas  # noqa: E402
 
 HORSE = be.REPO_ROOT.parent / "shared" / "data" / "mesh" / "horse_gallop"
 SEED_TABLE1 = {"f": 1.0, "rbf": 1.0, "g": 10.0, "h": 166.0}  # ms, Fig. 1 row: 24 frames, d = 25,293

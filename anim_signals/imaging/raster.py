@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FONT_H", "FONT_W", "PALETTE", "dendrogram_image", "draw_line", "draw_rect", "draw_text",
-           "encode_png", "fill_circle", "fill_rect", "new_canvas", "text_size", "to_blender_pixels",
-           "write_png"]
+__all__ = ["BLACK", "FONT_H", "FONT_W", "GREY", "HIGHLIGHT", "LIGHT", "PALETTE", "WHITE", "dendrogram_image",
+           "draw_line", "draw_rect", "draw_text", "encode_png", "fill_circle", "fill_rect", "glyph", "new_canvas",
+           "text_size", "to_blender_pixels", "write_png"]
 
 Color = Sequence[float]
 
@@ -82,7 +82,18 @@ _FONT = _build_font()  # (95, 8, 5): glyph of chr(32 + i)
 
 
 def glyph(ch: str) -> np.ndarray:
-    """The (8, 5) bool bitmap of a character (``?`` outside printable ASCII; row 7 = descenders)."""
+    """The bitmap of a character.
+
+    Parameters
+    ----------
+    ch : str
+        One character (``?`` is drawn for anything outside printable ASCII).
+
+    Returns
+    -------
+    ndarray of bool, shape (FONT_H, FONT_W)
+        Row 7 holds the descenders.
+    """
     code = ord(ch)
     if not 32 <= code <= 126:
         code = ord("?")
@@ -94,7 +105,24 @@ def glyph(ch: str) -> np.ndarray:
 
 
 def new_canvas(height: int, width: int, color: Color = WHITE) -> np.ndarray:
-    """A (height, width, 4) float32 image filled with ``color`` (RGBA in [0, 1])."""
+    """A new image filled with one colour.
+
+    Parameters
+    ----------
+    height, width : int
+        Size in pixels, positive.
+    color : sequence of float
+        RGB or RGBA in [0, 1].
+
+    Returns
+    -------
+    ndarray of float32, shape (height, width, 4)
+
+    Raises
+    ------
+    ValueError
+        On an empty size or a colour without 3 or 4 components.
+    """
     if height < 1 or width < 1:
         raise ValueError(f"canvas size must be positive, got {height} x {width}")
     img = np.empty((int(height), int(width), 4), dtype=np.float32)
@@ -126,7 +154,17 @@ def _blend_at(img: np.ndarray, rows, cols, color: Color) -> None:
 
 
 def fill_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: Color) -> None:
-    """Fill the pixels x0 <= x < x1, y0 <= y < y1 (rounded, clipped to the canvas)."""
+    """Fill the pixels x0 <= x < x1, y0 <= y < y1 (rounded, clipped to the canvas).
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 4)
+        Image to draw on, in place (x right, y down, in pixels).
+    x0, y0, x1, y1 : float
+        Corners in pixels.
+    color : sequence of float
+        RGB or RGBA in [0, 1]; alpha below 1 composites over the image.
+    """
     h, w = img.shape[:2]
     xa, xb = sorted((int(round(x0)), int(round(x1))))
     ya, yb = sorted((int(round(y0)), int(round(y1))))
@@ -136,7 +174,19 @@ def fill_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color
 
 
 def draw_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: Color, width: int = 1) -> None:
-    """Outline of the rectangle [x0, x1) x [y0, y1), ``width`` pixels inside it."""
+    """Outline of the rectangle [x0, x1) x [y0, y1), ``width`` pixels inside it.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 4)
+        Image to draw on, in place (x right, y down, in pixels).
+    x0, y0, x1, y1 : float
+        Corners in pixels.
+    color : sequence of float
+        RGB or RGBA in [0, 1].
+    width : int
+        Line width in pixels.
+    """
     xa, xb = sorted((x0, x1))
     ya, yb = sorted((y0, y1))
     fill_rect(img, xa, ya, xb, ya + width, color)
@@ -146,7 +196,19 @@ def draw_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color
 
 
 def draw_line(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: Color, width: int = 1) -> None:
-    """A straight line between pixel centres (x0, y0) and (x1, y1), ``width`` pixels thick."""
+    """A straight line between pixel centres (x0, y0) and (x1, y1).
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 4)
+        Image to draw on, in place (x right, y down, in pixels).
+    x0, y0, x1, y1 : float
+        End points in pixels.
+    color : sequence of float
+        RGB or RGBA in [0, 1].
+    width : int
+        Thickness in pixels.
+    """
     width = max(int(width), 1)
     lo = (width - 1) // 2
     hi = width - lo
@@ -170,7 +232,17 @@ def draw_line(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color
 
 
 def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Color) -> None:
-    """A filled disc (pixel centres within ``radius`` of (cx, cy))."""
+    """A filled disc: the pixels whose centres lie within ``radius`` of (cx, cy).
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 4)
+        Image to draw on, in place (x right, y down, in pixels).
+    cx, cy, radius : float
+        Centre and radius in pixels.
+    color : sequence of float
+        RGB or RGBA in [0, 1].
+    """
     h, w = img.shape[:2]
     ya, yb = max(int(np.floor(cy - radius)), 0), min(int(np.ceil(cy + radius)) + 1, h)
     xa, xb = max(int(np.floor(cx - radius)), 0), min(int(np.ceil(cx + radius)) + 1, w)
@@ -182,7 +254,19 @@ def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Col
 
 
 def text_size(text: str, scale: int = 1) -> tuple[int, int]:
-    """(width, height) in pixels of ``text`` drawn by :func:`draw_text` (one line)."""
+    """Size of one line of text as :func:`draw_text` draws it.
+
+    Parameters
+    ----------
+    text : str
+    scale : int
+        Pixels per font dot.
+
+    Returns
+    -------
+    (int, int)
+        Width and height in pixels.
+    """
     if not text:
         return 0, FONT_H * scale
     return (len(text) * (FONT_W + 1) - 1) * scale, FONT_H * scale
@@ -190,10 +274,31 @@ def text_size(text: str, scale: int = 1) -> tuple[int, int]:
 
 def draw_text(img: np.ndarray, x: float, y: float, text: str, color: Color = BLACK, scale: int = 1,
               anchor: str = "left") -> tuple[int, int]:
-    """Draw one line of ``text`` with its top-left corner at (x, y); returns (width, height) drawn.
+    """Draw one line of text (clipped to the canvas).
 
-    ``anchor``: ``left`` (x is the left edge), ``right`` (x is the right edge) or ``center``;
-    ``scale``: integer pixel size of a font dot.  Clipped to the canvas.
+    Parameters
+    ----------
+    img : ndarray, shape (H, W, 4)
+        Image to draw on, in place (x right, y down, in pixels).
+    x, y : float
+        Anchor point in pixels; y is the top of the text.
+    text : str
+    color : sequence of float
+        RGB or RGBA in [0, 1].
+    scale : int
+        Pixels per font dot.
+    anchor : {'left', 'right', 'center'}
+        Where ``x`` lies on the text: its left edge, right edge or centre.
+
+    Returns
+    -------
+    (int, int)
+        Width and height drawn, in pixels.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``anchor``.
     """
     scale = max(int(scale), 1)
     tw, th = text_size(text, scale)
@@ -246,7 +351,27 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
 
 
 def encode_png(rgba: np.ndarray, compression: int = 6) -> bytes:
-    """PNG bytes (8-bit RGBA, no filter) of an (H, W, 4|3) image: floats in [0, 1] or uint8, row 0 = top."""
+    """PNG bytes (8-bit RGBA, no filter) of an image.
+
+    Parameters
+    ----------
+    rgba : ndarray, shape (H, W, 4) or (H, W, 3)
+        Floats in [0, 1] (clipped) or uint8; row 0 at the top.
+    compression : int
+        zlib level 0-9.
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> img = new_canvas(16, 32, WHITE)
+    >>> draw_line(img, 0, 0, 31, 15, BLACK)
+    >>> png = encode_png(img)
+    >>> png[1:4], len(png) > 50
+    (b'PNG', True)
+    """
     a = _to_uint8(rgba)
     h, w = a.shape[:2]
     if h < 1 or w < 1:
@@ -259,7 +384,24 @@ def encode_png(rgba: np.ndarray, compression: int = 6) -> bytes:
 
 
 def write_png(path: str | os.PathLike, rgba: np.ndarray) -> str:
-    """Write ``rgba`` (see :func:`encode_png`) to ``path``; returns the absolute path."""
+    """Write an image as a PNG file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    rgba : ndarray, shape (H, W, 4) or (H, W, 3)
+        As in :func:`encode_png`.
+
+    Returns
+    -------
+    str
+        The absolute path written.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written.
+    """
     data = encode_png(rgba)
     path = os.path.abspath(os.fspath(path))
     d = os.path.dirname(path)
@@ -271,7 +413,22 @@ def write_png(path: str | os.PathLike, rgba: np.ndarray) -> str:
 
 
 def to_blender_pixels(rgba: np.ndarray) -> np.ndarray:
-    """Flat float32 RGBA for ``bpy.types.Image.pixels.foreach_set`` (Blender's rows start at the bottom)."""
+    """Flat float32 RGBA for ``bpy.types.Image.pixels.foreach_set`` (Blender's rows start at the bottom).
+
+    Parameters
+    ----------
+    rgba : ndarray, shape (H, W, 4)
+        Row 0 at the top.
+
+    Returns
+    -------
+    ndarray of float32, shape (H * W * 4,)
+
+    Raises
+    ------
+    ValueError
+        If ``rgba`` is not (H, W, 4).
+    """
     a = np.asarray(rgba, dtype=np.float32)
     if a.ndim != 3 or a.shape[2] != 4:
         raise ValueError(f"image must be (H, W, 4), got shape {a.shape}")
@@ -312,12 +469,46 @@ def dendrogram_image(linkage: np.ndarray, labels: Sequence[str], *, width: int =
                      label_scale: int | None = None) -> np.ndarray:
     """A horizontal dendrogram (leaves on the left with their labels, merge distance to the right).
 
-    ``linkage``: scipy linkage matrix (m-1, 4); ``labels``: m leaf names (in input order).
-    Links and labels are coloured by cluster: ``clusters`` (a flat label per leaf, e.g.
-    ``elastic.Clustering.labels``), else ``n_clusters`` (scipy ``fcluster`` maxclust), else scipy's
-    default cut at 0.7 x the largest merge distance; links joining clusters are grey.  Leaves in
-    ``highlight`` (input indices) get a yellow band and a marker.  Returns (H, W, 4) float32 RGBA in
-    [0, 1], row 0 = top; H grows with the number of leaves.
+    Links and labels are coloured by cluster; links joining clusters are grey.
+
+    Parameters
+    ----------
+    linkage : ndarray, shape (m - 1, 4)
+        scipy linkage matrix.
+    labels : sequence of str, length m
+        Leaf names, in input order.
+    width : int
+        Image width in pixels, at least 200.
+    highlight : sequence of int, optional
+        Leaves (input indices) that get a yellow band and a marker.
+    title : str
+    clusters : sequence of int, length m, optional
+        A flat cluster label per leaf (e.g. :attr:`anim_signals.manifolds.elastic.Clustering.labels`).
+    n_clusters : int, optional
+        Without ``clusters``: scipy ``fcluster`` maxclust; without either, scipy's default cut at
+        0.7 x the largest merge distance.
+    label_scale : int, optional
+        Text scale of the labels (default: chosen from the number of leaves).
+
+    Returns
+    -------
+    ndarray of float32, shape (H, width, 4)
+        RGBA in [0, 1], row 0 at the top; H grows with the number of leaves.
+
+    Raises
+    ------
+    ValueError
+        On no labels, a linkage of the wrong shape, a width below 200 or a ``clusters`` of the
+        wrong length.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.cluster.hierarchy import linkage
+    >>> points = np.array([[0.0], [0.1], [5.0], [5.2]])
+    >>> img = dendrogram_image(linkage(points, "average"), ["walk", "walk 2", "jump", "jump 2"], width=400)
+    >>> img.shape[1:], img.dtype.name
+    ((400, 4), 'float32')
     """
     from scipy.cluster.hierarchy import dendrogram, fcluster
 

@@ -1,8 +1,9 @@
-"""Geodesics, elastic distances and statistics of clips in SRV space (seed §3.2, §4.2, §4.3).
+"""Geodesics, elastic distances and statistics of clips in SRV space.
 
-Curves are resampled to a common number of samples (the seed scales clips "to a common (time)
+Eslitzbichler, "Modelling Character Motions on Infinite-Dimensional Manifolds", §3.2, §4.2, §4.3.
+Curves are resampled to a common number of samples (the paper scales clips "to a common (time)
 length"), mapped by the SRV map, scaled to unit length (points of the sphere C^o) and, for cyclic
-comparisons, projected onto the closed curves C^c (seed §4.3).
+comparisons, projected onto the closed curves C^c (§4.3).
 
 * Open curves: the geodesic is the great circle (slerp); the distance is its angle.
 * Closed curves: the geodesic is found by path straightening (:func:`geodesic_closed`); the fast
@@ -19,24 +20,39 @@ from math import gcd
 
 import numpy as np
 
-from .motion import resample
+from .clips import resample
 from .srv import normalise, project_closed, srv, srv_inverse
 
 __all__ = ["Alignment", "Clustering", "Prepared", "align", "blend", "cluster", "distance_matrix",
            "elastic_distance", "geodesic_closed", "iter_distance_matrix", "karcher_mean", "linear_distance",
            "nearest", "prepare", "silhouette", "sphere_distance"]
 
-MAX_SLOPE = 3
+MAX_SLOPE = 3  # warps' slopes stay within 1/3 .. 3: a clip may play 3x faster or slower, no more
 MOVES = [(di, dj) for di in range(1, MAX_SLOPE + 1) for dj in range(1, MAX_SLOPE + 1) if gcd(di, dj) == 1]
 START_CANDIDATES = 6  # closed curves: start points tried by DP (best by circular correlation)
 
 
 @dataclass
 class Prepared:
-    q: np.ndarray  # (M, n) unit L2 norm SRV (closed curves: on C^c)
-    start: np.ndarray  # (n,) first sample
-    length: float  # curve length before normalising
-    samples: np.ndarray  # (M+1, n) the resampled curve
+    """A clip ready for comparison (:func:`prepare`).
+
+    Attributes
+    ----------
+    q : ndarray, shape (M, n)
+        Unit L2 norm SRV (closed curves: on C^c).
+    start : ndarray, shape (n,)
+        First sample.
+    length : float
+        Curve length before normalising, in channel units.
+    samples : ndarray, shape (M + 1, n)
+        The resampled curve.
+    closed : bool
+    """
+
+    q: np.ndarray
+    start: np.ndarray
+    length: float
+    samples: np.ndarray
     closed: bool
 
 
@@ -52,7 +68,26 @@ def _as_curve(c: np.ndarray) -> np.ndarray:
 
 
 def prepare(curve: np.ndarray, *, n_samples: int | None = 100, closed: bool = False) -> Prepared:
-    """Resample, SRV-map, normalise to unit length and (closed) project onto C^c."""
+    """Resample, SRV-map, normalise to unit length and (closed) project onto C^c.
+
+    Parameters
+    ----------
+    curve : ndarray, shape (N, n) or (N,)
+        A continuous clip, N >= 2.
+    n_samples : int or None
+        Samples after resampling (None or 0: keep N).
+    closed : bool
+        Project onto the closed curves (cyclic clips).
+
+    Returns
+    -------
+    Prepared
+
+    Raises
+    ------
+    ValueError
+        On fewer than 2 samples, NaN / infinite values, or a curve that does not move.
+    """
     c = _as_curve(curve)
     if n_samples:
         c = resample(c, int(n_samples))
@@ -67,7 +102,22 @@ def _inner(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def sphere_distance(q1: np.ndarray, q2: np.ndarray) -> float:
-    """Great-circle angle between two SRVs on the unit sphere (both scaled to unit norm first)."""
+    """Great-circle angle between two SRVs on the unit sphere (both scaled to unit norm first).
+
+    Parameters
+    ----------
+    q1, q2 : ndarray, shape (M, n)
+
+    Returns
+    -------
+    float
+        Angle in radians, in [0, pi].
+
+    Raises
+    ------
+    ValueError
+        If either SRV is zero (the curve does not move).
+    """
     n1, n2 = np.sqrt(_inner(q1, q1)), np.sqrt(_inner(q2, q2))
     if n1 == 0.0 or n2 == 0.0:
         raise ValueError("a curve does not move (zero length)")
@@ -81,10 +131,24 @@ def sphere_distance(q1: np.ndarray, q2: np.ndarray) -> float:
 
 @dataclass
 class Alignment:
-    q: np.ndarray  # (M, n) q2 reparametrised onto q1's intervals (and shifted, closed curves)
-    gamma: np.ndarray  # (M+1,) warp in [0, 1]: q1's node t_k corresponds to q2's time gamma[k]
-    shift: int  # closed curves: q2's interval that became the start
-    cost: float  # squared L2 distance after alignment
+    """Result of :func:`align`.
+
+    Attributes
+    ----------
+    q : ndarray, shape (M, n)
+        q2 reparametrised onto q1's intervals (and shifted, closed curves).
+    gamma : ndarray, shape (M + 1,)
+        Warp in [0, 1]: q1's node t_k corresponds to q2's time gamma[k].
+    shift : int
+        Closed curves: q2's interval that became the start.
+    cost : float
+        Squared L2 distance after alignment.
+    """
+
+    q: np.ndarray
+    gamma: np.ndarray
+    shift: int
+    cost: float
 
 
 def _overlaps(di: int, dj: int) -> list[tuple[int, int, float]]:
@@ -179,7 +243,27 @@ def _start_candidates(q1: np.ndarray, q2: np.ndarray, count: int) -> np.ndarray:
 
 
 def align(q1: np.ndarray, q2: np.ndarray, *, closed: bool = False) -> Alignment:
-    """Reparametrise (and for closed curves re-start) q2 to match q1 best (seed eq. 9)."""
+    """Reparametrise (and for closed curves re-start) q2 to match q1 best (Eslitzbichler's eq. 9).
+
+    Dynamic programming over monotone piecewise-linear warps with slopes 1/3 .. 3; closed curves
+    also try the START_CANDIDATES start points that correlate best.
+
+    Parameters
+    ----------
+    q1, q2 : ndarray, shape (M, n)
+        SRVs with the same number of intervals.
+    closed : bool
+        Also search q2's start point.
+
+    Returns
+    -------
+    Alignment
+
+    Raises
+    ------
+    ValueError
+        If q1 and q2 have different numbers of intervals.
+    """
     q1 = np.asarray(q1, dtype=float)
     q2 = np.asarray(q2, dtype=float)
     m = q1.shape[0]
@@ -218,13 +302,32 @@ def _to_closed(q: np.ndarray) -> np.ndarray:
 
 def geodesic_closed(q1: np.ndarray, q2: np.ndarray, *, steps: int = 8, iterations: int = 40,
                     tol: float = 1e-5) -> tuple[np.ndarray, float]:
-    """Geodesic between two closed curves on C^c by path straightening (Srivastava et al. 2011 §4.3).
+    """Geodesic between two closed curves on C^c by path straightening.
 
-    A path of ``steps`` + 1 curves starts from the great circle projected onto C^c.  Each iteration
-    takes the Palais-metric gradient of the path energy (for a discrete path: each curve minus the
-    straight chord between the ends), keeps its part tangent to the sphere, steps, and retracts onto
-    C^c with Algorithm 1.  Returns the path (steps+1, M, n) and its length (sum of great-circle
-    angles between neighbours), an upper bound that decreases to the C^c geodesic distance.
+    Srivastava, Klassen, Joshi and Jermyn, "Shape Analysis of Elastic Curves in Euclidean
+    Spaces" (2011), §4.3.  A path of ``steps`` + 1 curves starts from the great circle projected
+    onto C^c.  Each iteration takes the Palais-metric gradient of the path energy (for a discrete
+    path: each curve minus the straight chord between the ends), keeps its part tangent to the
+    sphere, steps, and retracts onto C^c with Eslitzbichler's Algorithm 1.
+
+    Parameters
+    ----------
+    q1, q2 : ndarray, shape (M, n)
+        SRVs of closed (or to-be-closed) curves.
+    steps : int
+        Segments of the discrete path.
+    iterations : int
+        Straightening iterations at most.
+    tol : float
+        Stop when the relative energy decrease falls below this.
+
+    Returns
+    -------
+    path : ndarray, shape (steps + 1, M, n)
+        Unit-norm SRVs along the geodesic.
+    length : float
+        Sum of great-circle angles between neighbours (radians): an upper bound that decreases
+        to the C^c geodesic distance.
     """
     a, b = _to_closed(q1), _to_closed(q2)
     taus = np.linspace(0.0, 1.0, steps + 1)
@@ -278,7 +381,40 @@ def _distance_prepared(p1: Prepared, p2: Prepared, *, align_curves: bool, exact:
 
 def elastic_distance(c1: np.ndarray, c2: np.ndarray, *, closed: bool = False, n_samples: int = 100,
                      align: bool = True, exact: bool = False) -> float:
-    """Elastic (SRV) distance in radians between two clips with the same channels."""
+    """Elastic (SRV) distance between two clips with the same channels.
+
+    Parameters
+    ----------
+    c1, c2 : ndarray, shape (N1, n) and (N2, n)
+        Continuous clips (any lengths).
+    closed : bool
+        Compare as cyclic clips (on C^c, with the start point searched).
+    n_samples : int
+        Common number of samples.
+    align : bool
+        Optimal reparametrisation first (the elastic distance); False compares in fixed timing.
+    exact : bool
+        Closed curves: the path-straightened C^c geodesic instead of the great-circle lower bound.
+
+    Returns
+    -------
+    float
+        Distance in radians on the unit SRV sphere (0: the same motion up to speed and length).
+
+    Raises
+    ------
+    ValueError
+        On different channel counts, NaN / infinite values or a clip that does not move.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 1.0, 80)
+    >>> walk = np.column_stack([np.sin(2 * np.pi * t), np.cos(2 * np.pi * t)])
+    >>> slow_start = np.column_stack([np.sin(2 * np.pi * t**1.5), np.cos(2 * np.pi * t**1.5)])
+    >>> bool(elastic_distance(walk, slow_start) < 0.5 * elastic_distance(walk, slow_start, align=False))
+    True
+    """
     p1 = prepare(c1, n_samples=n_samples, closed=closed)
     p2 = prepare(c2, n_samples=n_samples, closed=closed)
     _same_channels(p1, p2)
@@ -290,7 +426,23 @@ def elastic_distance(c1: np.ndarray, c2: np.ndarray, *, closed: bool = False, n_
 
 
 def linear_distance(c1: np.ndarray, c2: np.ndarray, *, n_samples: int = 100) -> float:
-    """The seed's baseline: L2 distance of the raw curves over normalised time."""
+    """Eslitzbichler's baseline: L2 distance of the raw curves over normalised time.
+
+    Parameters
+    ----------
+    c1, c2 : ndarray, shape (N1, n) and (N2, n)
+    n_samples : int
+
+    Returns
+    -------
+    float
+        RMS over time of the per-sample Euclidean distance, in channel units.
+
+    Raises
+    ------
+    ValueError
+        On different channel counts.
+    """
     a = resample(_as_curve(c1), n_samples)
     b = resample(_as_curve(c2), n_samples)
     if a.shape[1] != b.shape[1]:
@@ -306,7 +458,29 @@ def _same_channels(p1: Prepared, p2: Prepared) -> None:
 def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic", closed: bool = False,
                          n_samples: int = 100, exact: bool = False,
                          align: bool = True) -> Iterator[tuple[float, np.ndarray | None]]:
-    """Pairwise distances, one pair per step: yields (fraction, None) ... and finally (1.0, D)."""
+    """Pairwise distances, one pair per step.
+
+    Parameters
+    ----------
+    curves : sequence of ndarray, each (N_i, n)
+        At least 2 clips with the same channels.
+    metric : {'elastic', 'linear'}
+        :func:`elastic_distance` or :func:`linear_distance`.
+    closed, n_samples, exact, align
+        As in :func:`elastic_distance`.
+
+    Yields
+    ------
+    fraction : float
+        Pairs done / pairs.
+    matrix : ndarray, shape (m, m), or None
+        None until the last item, ``(1.0, D)`` with the symmetric distance matrix.
+
+    Raises
+    ------
+    ValueError
+        On fewer than 2 clips, different channel counts or an unknown metric.
+    """
     m = len(curves)
     if m < 2:
         raise ValueError(f"need at least 2 clips to compare, got {m}")
@@ -336,6 +510,7 @@ def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic
 
 
 def distance_matrix(curves: Sequence[np.ndarray], **options) -> np.ndarray:
+    """Symmetric (m, m) distance matrix of m clips; options as in :func:`iter_distance_matrix`."""
     final = None
     for _, final in iter_distance_matrix(curves, **options):  # noqa: B007  (the last value is the result)
         pass
@@ -362,14 +537,38 @@ def _roll_closed(curve: np.ndarray, shift: int) -> np.ndarray:
 
 def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: bool = False,
           align: bool = True, travel: Sequence[int] = ()) -> list[np.ndarray]:
-    """Clips along the geodesic from c1 (weight 0) to c2 (weight 1), time-aligned (seed §4.2).
+    """Clips along the geodesic from c1 (weight 0) to c2 (weight 1), time-aligned.
 
+    Eslitzbichler, "Modelling Character Motions on Infinite-Dimensional Manifolds", §4.2.
     The blend of shape is the geodesic in SRV space after optimal reparametrisation; start pose and
     length are interpolated linearly; timing moves from c1's to c2's (the warp is interpolated too),
     and for closed curves the start phase as well, so weight 1 gives c2 back and weight 0 gives c1.
     ``travel`` channels (root horizontal location) are blended as their straight-line trend plus
-    the blended remainder, so a blend of two walks walks as far as the weights say.  A result has
-    round((1-s) N1 + s N2) frames.
+    the blended remainder, so a blend of two walks walks as far as the weights say.
+
+    Parameters
+    ----------
+    c1, c2 : ndarray, shape (N1, n) and (N2, n)
+        Continuous clips with the same channels.
+    weights : sequence of float
+        Blend weights in [0, 1].
+    closed : bool
+        Blend as cyclic clips (geodesic on C^c, start phase blended).
+    align : bool
+        Optimal reparametrisation before blending.
+    travel : sequence of int
+        Channels blended as trend plus remainder.
+
+    Returns
+    -------
+    list of ndarray
+        One clip per weight, of ``round((1-s) N1 + s N2)`` frames.
+
+    Raises
+    ------
+    ValueError
+        On different channel counts, a weight outside [0, 1], or the input errors of
+        :func:`prepare`.
     """
     a, b = _as_curve(c1), _as_curve(c2)
     if a.shape[1] != b.shape[1]:
@@ -426,7 +625,28 @@ align_fn = align  # ``blend`` has a parameter named ``align``
 
 def karcher_mean(curves: Sequence[np.ndarray], *, closed: bool = False, n_samples: int = 100,
                  iterations: int = 20, tol: float = 1e-6) -> np.ndarray:
-    """Karcher (Fréchet) mean of clips on the SRV sphere, each aligned to the running mean."""
+    """Karcher (Fréchet) mean of clips on the SRV sphere, each aligned to the running mean.
+
+    Parameters
+    ----------
+    curves : sequence of ndarray, each (N_i, n)
+    closed : bool
+    n_samples : int
+    iterations : int
+        Gradient steps at most.
+    tol : float
+        Stop when the mean tangent's norm falls below this (radians).
+
+    Returns
+    -------
+    ndarray, shape (n_samples, n)
+        The mean clip, with the mean length and start pose.
+
+    Raises
+    ------
+    ValueError
+        When ``curves`` is empty, or on the input errors of :func:`prepare`.
+    """
     prepared = [prepare(c, n_samples=n_samples, closed=closed) for c in curves]
     if not prepared:
         raise ValueError("no clips to average")
@@ -458,9 +678,21 @@ def karcher_mean(curves: Sequence[np.ndarray], *, closed: bool = False, n_sample
 
 @dataclass
 class Clustering:
-    labels: np.ndarray  # (m,) cluster ids from 1
-    linkage: np.ndarray  # (m-1, 4) scipy linkage matrix
-    leaves: list[int]  # dendrogram leaf order
+    """Result of :func:`cluster`.
+
+    Attributes
+    ----------
+    labels : ndarray of int, shape (m,)
+        Cluster ids from 1.
+    linkage : ndarray, shape (m - 1, 4)
+        scipy linkage matrix.
+    leaves : list of int
+        Dendrogram leaf order.
+    """
+
+    labels: np.ndarray
+    linkage: np.ndarray
+    leaves: list[int]
 
 
 def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float | None = None,
@@ -468,8 +700,28 @@ def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float
     """Hierarchical clustering of a distance matrix (scipy linkage).
 
     Without ``n_clusters`` or ``threshold`` the tree is cut where the mean silhouette width is best
-    (2 to 10 clusters): the largest gap between merge heights, tried first, cut 15 mocap clips into
-    14 clusters because one near-duplicate pair merges far below everything else.
+    (2 to 10 clusters), not at the largest gap between merge heights: one near-duplicate pair
+    merging far below everything else would make that gap cut 15 mocap clips into 14 clusters.
+
+    Parameters
+    ----------
+    dist : ndarray, shape (m, m)
+        Distance matrix (symmetrised), m >= 2.
+    n_clusters : int, optional
+        Cut into this many clusters.
+    threshold : float, optional
+        Cut at this merge height.
+    method : str
+        scipy linkage method.
+
+    Returns
+    -------
+    Clustering
+
+    Raises
+    ------
+    ValueError
+        If ``dist`` is not square or has fewer than 2 rows.
     """
     from scipy.cluster.hierarchy import dendrogram, fcluster, linkage
     from scipy.spatial.distance import squareform
@@ -492,7 +744,18 @@ def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float
 
 
 def silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
-    """Mean silhouette width (Rousseeuw 1987) of a clustering given a distance matrix; singletons score 0."""
+    """Mean silhouette width (Rousseeuw 1987) of a clustering; singletons score 0.
+
+    Parameters
+    ----------
+    dist : ndarray, shape (m, m)
+    labels : ndarray, shape (m,)
+
+    Returns
+    -------
+    float
+        In [-1, 1]; higher is better separated.
+    """
     d = np.asarray(dist, dtype=float)
     labels = np.asarray(labels)
     scores = np.zeros(d.shape[0])
@@ -523,7 +786,19 @@ def _best_silhouette_cut(z: np.ndarray, d: np.ndarray) -> np.ndarray:
 
 
 def nearest(dist: np.ndarray, index: int, k: int = 5) -> list[tuple[int, float]]:
-    """The ``k`` clips closest to clip ``index`` (itself excluded), nearest first."""
+    """The ``k`` clips closest to clip ``index`` (itself excluded), nearest first.
+
+    Parameters
+    ----------
+    dist : ndarray, shape (m, m)
+    index : int
+    k : int
+
+    Returns
+    -------
+    list of (int, float)
+        (clip index, distance) pairs.
+    """
     row = np.asarray(dist, dtype=float)[index]
     order = [int(j) for j in np.argsort(row, kind="stable") if j != index]
     return [(j, float(row[j])) for j in order[:k]]

@@ -1,4 +1,6 @@
-"""Seamless loops by closed-curve projection (seed §4.1), plus the baselines it is measured against.
+"""Seamless loops by closed-curve projection, plus the baselines it is measured against.
+
+Eslitzbichler, "Modelling Character Motions on Infinite-Dimensional Manifolds", §4.1.
 
 Pipeline of :func:`make_loop` on a continuous clip ``c`` (frames x channels):
 
@@ -8,7 +10,7 @@ Pipeline of :func:`make_loop` on a continuous clip ``c`` (frames x channels):
 2. ``q = R[c]`` (square-root velocity);
 3. Algorithm 1 projects q onto the closed curves C^c, and ``R^-1`` restores the start pose and
    the length: the result starts and ends on the same pose (eq. 13);
-4. the velocity seam (eq. 14, the seed's "higher-order continuity" outlook): the first and last
+4. the velocity seam (eq. 14, the paper's "higher-order continuity" outlook): the first and last
    frame steps are bent to their mean by cubic Hermite bumps over a short window at each end.  The
    bumps are zero at the seam and at the window's inner edge (value and slope), so the closed pose
    stays closed and the middle of the clip is untouched.
@@ -21,42 +23,81 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .channels import check_finite
+from ..channels import check_finite
 from .srv import project_closed, srv, srv_inverse, srv_length
 
 __all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "make_loop", "median_frame_change",
            "seam_jump", "select_travel"]
 
-MIN_FRAMES = 4
+MIN_FRAMES = 4  # a loop needs a first and last step plus one frame between them
 
 
 @dataclass
 class SeamJump:
-    """Discontinuity when the clip repeats, per channel, per frame (as Blender's Cycles modifier plays it)."""
+    """Discontinuity when the clip repeats, per channel, per frame (as Blender's Cycles modifier plays it).
 
-    pose: np.ndarray  # |c[N-1] - c[0] - offset|
-    velocity: np.ndarray  # |(c[N-1] - c[N-2]) - (c[1] - c[0])|
+    Attributes
+    ----------
+    pose : ndarray, shape (n,)
+        ``|c[N-1] - c[0]|`` (0 on travel channels), in channel units.
+    velocity : ndarray, shape (n,)
+        ``|(c[N-1] - c[N-2]) - (c[1] - c[0])|``, in channel units per frame.
+    """
+
+    pose: np.ndarray
+    velocity: np.ndarray
 
 
 @dataclass
 class LoopResult:
-    values: np.ndarray  # (N, n): last row = first row (+ one cycle's travel on travel channels)
+    """Result of :func:`make_loop`.
+
+    Attributes
+    ----------
+    values : ndarray, shape (N, n)
+        The looped clip: last row = first row (+ one cycle's travel on travel channels).
+    before, after : SeamJump
+        Seam of the input and of the result.
+    deviation_rms : ndarray, shape (n,)
+        RMS difference from the input, per channel, in channel units.
+    iterations : int
+        Newton steps of the closure projection.
+    residual : float
+        Closure residual relative to the curve length, before the final snap.
+    converged : bool
+        The projection reached its tolerance.
+    """
+
+    values: np.ndarray
     before: SeamJump
     after: SeamJump
-    deviation_rms: np.ndarray  # (n,) RMS difference from the input, per channel
-    iterations: int  # Newton steps of the closure projection
-    residual: float  # closure residual relative to the curve length, before the final snap
+    deviation_rms: np.ndarray
+    iterations: int
+    residual: float
     converged: bool
 
 
 @dataclass
 class Cycle:
-    start: int  # first sample of the cycle
-    stop: int  # last sample (inclusive): the pose that should equal ``start``'s
-    score: float  # seam mismatch in units of typical frame-to-frame change (lower is better)
+    """A loopable range found by :func:`find_cycle`.
+
+    Attributes
+    ----------
+    start : int
+        First sample of the cycle.
+    stop : int
+        Last sample (inclusive): the pose that should equal ``start``'s.
+    score : float
+        Seam mismatch in units of typical frame-to-frame change (lower is better).
+    """
+
+    start: int
+    stop: int
+    score: float
 
     @property
     def period(self) -> int:
+        """Frames in one cycle (``stop - start``)."""
         return self.stop - self.start
 
 
@@ -97,6 +138,19 @@ def select_travel(values: np.ndarray, candidates: Sequence[int], *, ratio: float
     A channel travels when its net displacement is at least ``ratio`` of its range: walking forward
     does, the side-to-side sway of the same walk does not (looped as velocity, the sway's small
     start-end gap would become a drift that grows every cycle).
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+    candidates : sequence of int
+        Columns to test.
+    ratio : float
+        Net displacement needed, as a fraction of the channel's range.
+
+    Returns
+    -------
+    list of int
+        The travelling candidates, in the given order.
     """
     c = np.asarray(values, dtype=float)
     out = []
@@ -108,6 +162,24 @@ def select_travel(values: np.ndarray, candidates: Sequence[int], *, ratio: float
 
 
 def seam_jump(values: np.ndarray, travel: Sequence[int] = ()) -> SeamJump:
+    """Pose and velocity jump where the clip repeats.
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+        At least 4 frames.
+    travel : sequence of int
+        Channels looped as velocity (no pose jump counted).
+
+    Returns
+    -------
+    SeamJump
+
+    Raises
+    ------
+    ValueError
+        On fewer than 4 frames, non-finite values or a travel index out of range.
+    """
     c = _check(values)
     mask = _travel_mask(c.shape[1], travel)
     gap = c[-1] - c[0]
@@ -117,7 +189,20 @@ def seam_jump(values: np.ndarray, travel: Sequence[int] = ()) -> SeamJump:
 
 
 def median_frame_change(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Typical per-frame change of each channel: median |first difference|, median |second difference|."""
+    """Typical per-frame change of each channel.
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+        At least 4 frames.
+
+    Returns
+    -------
+    step : ndarray, shape (n,)
+        Median |first difference| per channel.
+    bend : ndarray, shape (n,)
+        Median |second difference| per channel.
+    """
     c = _check(values)
     return np.median(np.abs(np.diff(c, axis=0)), axis=0), np.median(np.abs(np.diff(c, n=2, axis=0)), axis=0)
 
@@ -148,13 +233,46 @@ def make_loop(
     max_iter: int = 100,
     weights: np.ndarray | Sequence[float] | None = None,
 ) -> LoopResult:
-    """Make a continuous clip (frames x channels) seamlessly cyclic; see the module docstring.
+    """Make a continuous clip seamlessly cyclic (see the module docstring for the steps).
 
-    ``travel``: channels looped as velocity (root horizontal location).  ``velocity_window``:
-    frames at each end over which the velocity seam is matched (default: a tenth of the clip,
-    3..24; 0 leaves the velocity seam as the projection makes it).  ``weights`` (positive, per
-    channel) put channels of different units on one scale before the SRV map (e.g. radians and
-    location / half the figure's height); the result is returned in the input's units.
+    Parameters
+    ----------
+    values : ndarray, shape (N, n) or (N,)
+        A continuous clip (angles unwrapped: :func:`.clips.to_motion_curve`), N >= 4.
+    travel : sequence of int
+        Channels looped as velocity (root horizontal location).
+    velocity_window : int, optional
+        Frames at each end over which the velocity seam is matched (default: a tenth of the
+        clip, 3..24; 0 leaves the velocity seam as the projection makes it).
+    tol : float
+        Closure residual of the projection, relative to the curve length.
+    max_iter : int
+        Newton steps at most.
+    weights : array_like, shape (n,), optional
+        Positive per-channel scales that put channels of different units on one scale before the
+        SRV map (e.g. radians and location / half the figure's height); the result is returned
+        in the input's units.
+
+    Returns
+    -------
+    LoopResult
+        The looped clip, in the input's units, and the seams before and after.
+
+    Raises
+    ------
+    ValueError
+        On fewer than 4 frames, non-finite values, bad weights or a travel index out of range.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 1.0, 40)
+    >>> clip = np.column_stack([np.sin(2 * np.pi * t) + 0.3 * t, 2.0 * t])  # a drift, a travel
+    >>> res = make_loop(clip, travel=[1])
+    >>> bool(res.before.pose[0] > 0.2), bool(res.after.pose[0] < 1e-12)
+    (True, True)
+    >>> float(res.values[-1, 1] - res.values[0, 1])  # one cycle's travel kept
+    2.0
     """
     c = _check(values)
     scale = _weights(weights, c.shape[1])
@@ -191,7 +309,21 @@ def make_loop(
 
 
 def crossfade_loop(values: np.ndarray, window: int, travel: Sequence[int] = ()) -> np.ndarray:
-    """Baseline: the last ``window`` frames fade linearly into the first frame's pose."""
+    """Baseline: the last ``window`` frames fade linearly into the first frame's pose.
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+        At least 4 frames.
+    window : int
+        Frames of the fade (clamped to 1 .. N - 1).
+    travel : sequence of int
+        Channels left as they are.
+
+    Returns
+    -------
+    ndarray, shape (N, n)
+    """
     c = _check(values)
     mask = _travel_mask(c.shape[1], travel)
     window = int(max(1, min(window, c.shape[0] - 1)))
@@ -226,6 +358,27 @@ def find_cycle(
     whole cycle get a poor range (the operator warns when the score is high).
     Travel channels count by velocity only; ``weights`` put channels of different units on one
     scale (see :func:`make_loop`).
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+        A continuous clip, N >= 4.
+    travel : sequence of int
+        Channels counted by velocity only.
+    min_period, max_period : int, optional
+        Period bounds in frames (default: N // 10 and N - 1).
+    weights : ndarray, shape (n,), optional
+        Positive per-channel scales.
+
+    Returns
+    -------
+    Cycle
+
+    Raises
+    ------
+    ValueError
+        When the clip does not move, no period fits the bounds, no segment moves enough, or on
+        the input errors of :func:`make_loop`.
     """
     c = _check(values)
     n_frames, n = c.shape

@@ -1,4 +1,7 @@
-"""Skeleton-independent body features: compare clips of different rigs (seed §4.3 on mixed data).
+"""Skeleton-independent body features: compare clips of different rigs.
+
+Extends the clip comparison of Eslitzbichler, "Modelling Character Motions on
+Infinite-Dimensional Manifolds", §4.3, to clips of different skeletons.
 
 Joint angles of two rigs are not comparable (different bones, rest poses, channel orders), but the
 directions of the big body segments are.  :func:`canonical_joints` finds the canonical joints of a
@@ -19,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["CANONICAL", "REQUIRED", "SEGMENTS", "body_features", "canonical_joints", "feature_names",
-           "split_side"]
+           "heading_frames", "split_side"]
 
 # Canonical joints and, for each, regular expressions on the normalised base name (lower case,
 # side token and separators removed), in priority order: the first pattern with any match wins and
@@ -71,10 +74,22 @@ _SEP = re.compile(r"[ _.\-]+")
 
 
 def split_side(name: str) -> tuple[str | None, str]:
-    """Bone name -> (side 'l' / 'r' / None, normalised base name without side and separators).
+    """A bone name's side and its normalised base name (lower case, no side, no separators).
 
-    ``"LeftUpLeg" -> ('l', 'upleg')``, ``"CC_Base_R_Calf" -> ('r', 'calf')``, ``"lShldr" -> ('l', 'shldr')``,
-    ``"thigh.L" -> ('l', 'thigh')``, ``"mixamorig:Hips" -> (None, 'hips')``.
+    Parameters
+    ----------
+    name : str
+        Bone name in any of the supported rig conventions.
+
+    Returns
+    -------
+    side : {'l', 'r', None}
+    base : str
+
+    Examples
+    --------
+    >>> [split_side(n) for n in ("LeftUpLeg", "CC_Base_R_Calf", "lShldr", "thigh.L", "mixamorig:Hips")]
+    [('l', 'upleg'), ('r', 'calf'), ('l', 'shldr'), ('l', 'thigh'), (None, 'hips')]
     """
     s = str(name).strip().lower()
     s = re.split(r"[:|]", s)[-1]  # namespaces: mixamorig:LeftArm, Armature|Hips
@@ -116,13 +131,30 @@ def _depths(n: int, parents: Sequence[int] | None) -> np.ndarray:
 
 
 def canonical_joints(names: Sequence[str], parents: Sequence[int] | None = None) -> dict[str, int]:
-    """Canonical joint name -> index into ``names`` for every canonical joint found.
+    """The canonical joints of a humanoid rig, found by bone name.
 
-    Keys: ``hips``, ``spine``, ``chest``, ``neck``, ``head`` and ``upper_arm_l``, ``forearm_l``,
-    ``hand_l``, ``thigh_l``, ``shin_l``, ``foot_l`` (and ``_r``).  Matching is by case-insensitive
-    name patterns; when several bones match (``Neck``, ``Neck1``; ``LeftWrist``, ``lhand``) the one
-    nearest the root wins (``parents``: index of each bone's parent, -1 for roots; without it, the
-    first in ``names``, which is parent-first order for BVH files and Blender armatures).
+    Matching is by case-insensitive name patterns; when several bones match (``Neck``, ``Neck1``;
+    ``LeftWrist``, ``lhand``) the one nearest the root wins.
+
+    Parameters
+    ----------
+    names : sequence of str, length B
+        Bone names.
+    parents : sequence of int, length B, optional
+        Index of each bone's parent, -1 for roots; without it, the first match in ``names`` wins
+        (parent-first order for BVH files and Blender armatures).
+
+    Returns
+    -------
+    dict of str to int
+        Canonical joint -> index into ``names``, in :data:`CANONICAL` order, for the joints
+        found: ``hips``, ``spine``, ``chest``, ``neck``, ``head`` and ``upper_arm_l``,
+        ``forearm_l``, ``hand_l``, ``thigh_l``, ``shin_l``, ``foot_l`` (and ``_r``).
+
+    Raises
+    ------
+    ValueError
+        If ``parents`` has a different length than ``names``.
     """
     names = [str(n) for n in names]
     depth = _depths(len(names), parents)
@@ -154,7 +186,18 @@ def canonical_joints(names: Sequence[str], parents: Sequence[int] | None = None)
 
 
 def feature_names(height: bool = True) -> list[str]:
-    """Column names of :func:`body_features`: ``<segment>.<side|forward|up>`` and ``hips_height``."""
+    """Column names of :func:`body_features`.
+
+    Parameters
+    ----------
+    height : bool
+        Include the ``hips_height`` column.
+
+    Returns
+    -------
+    list of str
+        ``<segment>.<side|forward|up>`` per segment of :data:`SEGMENTS`, then ``hips_height``.
+    """
     out = [f"{seg}.{ax}" for seg, _, _ in SEGMENTS for ax in ("side", "forward", "up")]
     if height:
         out.append("hips_height")
@@ -167,11 +210,25 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def heading_frames(heads: np.ndarray, joints: dict[str, int], up_axis: int = 2) -> np.ndarray:
-    """Per-frame orthonormal heading frame (N, 3, 3): rows = character's left, forward, up (world).
+    """Per-frame orthonormal heading frame of the character.
 
     Left is the hips' left-right axis (right thigh -> left thigh) projected on the ground plane;
     where that is vertical (the character lies on its side), the shoulders' axis, else the last
     frame's heading is used.
+
+    Parameters
+    ----------
+    heads : ndarray, shape (N, B, 3)
+        World joint positions.
+    joints : dict of str to int
+        Canonical joints (:func:`canonical_joints`); needs hips, head, thighs and upper arms.
+    up_axis : {0, 1, 2}
+        World up axis (Blender: 2).
+
+    Returns
+    -------
+    ndarray, shape (N, 3, 3)
+        Rows: the character's left, forward, up, as world unit vectors.
     """
     heads = np.asarray(heads, dtype=float)
     up = np.zeros(3)
@@ -206,17 +263,39 @@ def heading_frames(heads: np.ndarray, joints: dict[str, int], up_axis: int = 2) 
 
 def body_features(heads: np.ndarray, names: Sequence[str], parents: Sequence[int] | None = None,
                   up_axis: int = 2, *, height: bool = True) -> np.ndarray:
-    """World joint positions (N, B, 3) -> skeleton-independent features (N, F).
+    """Skeleton-independent features of a clip from its world joint positions.
 
     Columns (see :func:`feature_names`): for each segment of :data:`SEGMENTS` (spine hips->neck,
     neck->head, upper arm, forearm, thigh, shin left and right) its unit direction in the
     character's heading frame (left, forward, up; root yaw removed, see :func:`heading_frames`),
     3 columns each; then, with ``height``, the hips' height above the lowest foot joint of the whole
     clip divided by the leg length (median thigh + shin length, both legs).  Invariant to where the
-    character stands, which way it faces or walks, and uniform scale; a right-handed world with
-    ``up_axis`` (0, 1, 2) up is assumed (Blender: 2).
+    character stands, which way it faces or walks, and uniform scale; a right-handed world is
+    assumed.
 
-    Raises ``ValueError`` naming the canonical joints that cannot be found in ``names``.
+    Parameters
+    ----------
+    heads : ndarray, shape (N, B, 3)
+        World positions of the B bones' heads per frame (any length unit).
+    names : sequence of str, length B
+        Bone names.
+    parents : sequence of int, length B, optional
+        Parent index per bone (-1 for roots).
+    up_axis : {0, 1, 2}
+        World up axis (Blender: 2).
+    height : bool
+        Append the normalised hips height.
+
+    Returns
+    -------
+    ndarray, shape (N, F)
+        F = 3 * len(SEGMENTS) (+ 1 with ``height``): unit directions and a height in leg lengths.
+
+    Raises
+    ------
+    ValueError
+        Naming the canonical joints that cannot be found in ``names``; on a shape mismatch, a bad
+        ``up_axis`` or NaN / infinite positions.
     """
     heads = np.asarray(heads, dtype=float)
     if heads.ndim != 3 or heads.shape[2] != 3:

@@ -1,4 +1,6 @@
-"""Motion database: rebuild or denoise motion frame by frame from a library (Richert 2012).
+"""Motion database: rebuild or denoise motion frame by frame from a library.
+
+Richert, "Animation Database for real-time motion reconstruction" (2012).
 
 Per query frame (no look-ahead):
 
@@ -25,9 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-WEISZFELD_STEPS = 6  # then Newton: Weiszfeld is robust far from the minimum, Newton fast near it
-
 __all__ = ["Batch", "MotionDatabase", "OLNGParams", "Reconstructor", "Step", "reconstruct", "synthesize"]
+
+WEISZFELD_STEPS = 6  # then Newton: Weiszfeld is robust far from the minimum, Newton fast near it
 
 
 # ------------------------------------------------------------------------------------------------
@@ -37,8 +39,34 @@ __all__ = ["Batch", "MotionDatabase", "OLNGParams", "Reconstructor", "Step", "re
 
 @dataclass
 class MotionDatabase:
-    frames: np.ndarray  # (N, D)
-    clip_starts: np.ndarray  # (C + 1,)
+    """Pose vectors of many clips, one row per frame, searchable by any subset of channels.
+
+    Attributes
+    ----------
+    frames : ndarray, shape (N, D)
+        All clips' frames, clip after clip, in the channels' units.
+    clip_starts : ndarray of int64, shape (C + 1,)
+        First row of each clip, then N.
+    channels : list of str, length D
+        Channel names (e.g. ``'pose.bones["Hips"].rotation_euler[0]'`` or ARKit blendshape names).
+    clip_names : list of str, length C
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 4 * np.pi, 200)
+    >>> clip = np.column_stack([np.sin(t), np.cos(t), np.sin(2 * t)])
+    >>> db = MotionDatabase.from_clips([clip], ["a", "b", "c"])
+    >>> db.n_frames, db.n_clips
+    (200, 1)
+    >>> rec = Reconstructor(db, OLNGParams(k=16, window=8, paths=4), query_channels=["a", "b"])
+    >>> step = rec.step(clip[60, :2])  # one query frame with two of the three channels
+    >>> step.pose.shape, step.best_index
+    ((3,), 60)
+    """
+
+    frames: np.ndarray
+    clip_starts: np.ndarray
     channels: list[str]
     clip_names: list[str]
     _trees: dict = field(default_factory=dict, repr=False, compare=False)
@@ -46,6 +74,24 @@ class MotionDatabase:
     @classmethod
     def from_clips(cls, clips: Sequence[np.ndarray], channels: Sequence[str],
                    names: Sequence[str] | None = None) -> MotionDatabase:
+        """A database of clips; clips without frames are left out.
+
+        Parameters
+        ----------
+        clips : sequence of ndarray, each (N_i, D)
+        channels : sequence of str, length D
+        names : sequence of str, optional
+            Clip names (default ``'clip <i>'``).
+
+        Returns
+        -------
+        MotionDatabase
+
+        Raises
+        ------
+        ValueError
+            When no clip has frames, a clip has another channel count, or NaN / infinite values.
+        """
         arrays = [np.atleast_2d(np.asarray(c, dtype=float)) for c in clips]
         arrays = [a for a in arrays if a.shape[0] > 0]
         if not arrays:
@@ -63,13 +109,16 @@ class MotionDatabase:
 
     @property
     def n_frames(self) -> int:
+        """N, frames over all clips."""
         return int(self.frames.shape[0])
 
     @property
     def n_clips(self) -> int:
+        """C, clips."""
         return int(self.clip_starts.size - 1)
 
     def clip_of(self, indices: np.ndarray) -> np.ndarray:
+        """Clip index of each database row in ``indices`` (same shape)."""
         return np.searchsorted(self.clip_starts, np.asarray(indices), side="right") - 1
 
     def columns(self, names: Sequence[str]) -> tuple[np.ndarray, list[str]]:
@@ -89,27 +138,56 @@ class MotionDatabase:
         return self._trees[key]
 
     def to_dict(self) -> dict:
+        """Plain arrays and lists; :meth:`from_dict` inverts it."""
         return {"frames": self.frames, "clip_starts": self.clip_starts, "channels": list(self.channels),
                 "clip_names": list(self.clip_names)}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> MotionDatabase:
+        """The database of a :meth:`to_dict` mapping."""
         return cls(np.asarray(d["frames"], dtype=float), np.asarray(d["clip_starts"], dtype=np.int64),
                    [str(c) for c in d["channels"]], [str(c) for c in d["clip_names"]])
 
 
 @dataclass(frozen=True)
 class OLNGParams:
-    k: int = 256  # neighbours per query frame (the graph's K)
-    window: int = 32  # T: query frames a path can span
-    paths: int = 50  # I: best paths used by the synthesis
-    a: int = 1  # predecessor at least a frames back in its clip (1: strictly forward)
-    b: int = 2  # ... and at most b frames back
-    stay: float = 0.0  # 0..1: the previous best path's continuation costs (1 - stay) x
-    eps: float = 0.0  # approximate k-NN (cKDTree eps: neighbours within (1 + eps) x the true distances)
-    synthesis_iterations: int = 16  # 6 Weiszfeld + up to 10 Newton steps
+    """Settings of the online lazy neighbourhood graph.
+
+    Attributes
+    ----------
+    k : int
+        Neighbours per query frame (the graph's K).
+    window : int
+        T: query frames a path can span.
+    paths : int
+        I: best paths used by the synthesis.
+    a, b : int
+        A predecessor lies a .. b frames back in its clip (a = 1: strictly forward).
+    stay : float
+        In [0, 1): the previous best path's continuation costs (1 - stay) x.
+    eps : float
+        Approximate k-NN (cKDTree ``eps``: neighbours within (1 + eps) x the true distances).
+    synthesis_iterations : int
+        Weiszfeld steps (at most WEISZFELD_STEPS) then Newton steps of :func:`synthesize`.
+    """
+
+    k: int = 256
+    window: int = 32
+    paths: int = 50
+    a: int = 1
+    b: int = 2
+    stay: float = 0.0
+    eps: float = 0.0
+    synthesis_iterations: int = 16
 
     def checked(self, n_frames: int) -> OLNGParams:
+        """``self``, after checking the settings against a database of ``n_frames`` frames.
+
+        Raises
+        ------
+        ValueError
+            On a setting out of range, or more neighbours than database frames.
+        """
         if self.k < 1 or self.window < 1 or self.paths < 1:
             raise ValueError("k, window and paths must be at least 1")
         if not 0 <= self.a <= self.b:
@@ -129,13 +207,28 @@ class OLNGParams:
 
 
 def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 16, tol: float = 1e-10) -> np.ndarray:
-    """The pose minimising E(q) = sum_i w_i |q_i - q| with the seed's weights from path costs.
+    """The pose minimising E(q) = sum_i w_i |q_i - q| with Richert's weights from path costs.
 
-    E is the weighted geometric median.  If one of the poses is the minimiser (its weight outweighs
-    the pull of all others: w_j >= |sum_i w_i u_ij|, u unit vectors), it is returned exactly;
-    otherwise Weiszfeld's iteration with over-relaxation (step 1.8, kept only while E decreases)
-    runs from the weighted mean and Newton steps on E (H = sum w_i / d_i (I - u_i u_i^T)) finish it
-    (``iterations`` in all: at most WEISZFELD_STEPS Weiszfeld steps, the rest Newton).
+    w_i = (max C - c_i) / sum_j (max C - c_j).  E is the weighted geometric median.  If one of the
+    poses is the minimiser (its weight outweighs the pull of all others: w_j >= |sum_i w_i u_ij|,
+    u unit vectors), it is returned exactly; otherwise Weiszfeld's iteration with over-relaxation
+    (step 1.8, kept only while E decreases) runs from the weighted mean and Newton steps on E
+    (H = sum w_i / d_i (I - u_i u_i^T)) finish it.
+
+    Parameters
+    ----------
+    poses : ndarray, shape (I, D)
+        The best paths' last frames.
+    costs : ndarray, shape (I,)
+        Their path costs (lower is better).
+    iterations : int
+        Steps in all: at most WEISZFELD_STEPS Weiszfeld steps, the rest Newton.
+    tol : float
+        Stop when a step moves the pose less than ``tol * (1 + |q|)``.
+
+    Returns
+    -------
+    ndarray, shape (D,)
     """
     q = np.atleast_2d(np.asarray(poses, dtype=float))
     c = np.asarray(costs, dtype=float).reshape(-1)
@@ -208,8 +301,28 @@ def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 16, tol: 
 
 @dataclass
 class Step:
-    pose: np.ndarray  # (D,) synthesis from the best paths
-    best: np.ndarray  # (D,) the best path's last database frame
+    """One query frame's output (:meth:`Reconstructor.step`).
+
+    Attributes
+    ----------
+    pose : ndarray, shape (D,)
+        Synthesis from the best paths.
+    best : ndarray, shape (D,)
+        The best path's last database frame.
+    best_index : int
+        Its database row.
+    best_length : int
+        Nodes on the best path.
+    best_cost : float
+        Its score, sum(c) / l^2.
+    n_paths : int
+        Paths used by the synthesis.
+    seconds : dict of str to float
+        Time spent in ``'knn'``, ``'graph'`` and ``'synthesis'``.
+    """
+
+    pose: np.ndarray
+    best: np.ndarray
     best_index: int
     best_length: int
     best_cost: float
@@ -218,7 +331,20 @@ class Step:
 
 
 class Reconstructor:
-    """Streaming OLNG over a motion database: :meth:`step` takes one query frame."""
+    """Streaming OLNG over a motion database: :meth:`step` takes one query frame.
+
+    Parameters
+    ----------
+    db : MotionDatabase
+    params : OLNGParams, optional
+    query_channels : sequence of str, optional
+        Channels the queries hold, in query order (default: all of the database's).
+
+    Raises
+    ------
+    ValueError
+        On bad params, or query channels missing from the database.
+    """
 
     def __init__(self, db: MotionDatabase, params: OLNGParams | None = None,
                  query_channels: Sequence[str] | None = None):
@@ -238,6 +364,7 @@ class Reconstructor:
         self.reset()
 
     def reset(self) -> None:
+        """Forget the graph: the next query frame starts new paths."""
         k, t = self.params.k, self.params.window
         self.nodes = np.full((k, t), -1, dtype=np.int64)
         self.cost = np.zeros((k, t))  # node cost c added to its path (k-NN distance, stay-modulated)
@@ -258,6 +385,22 @@ class Reconstructor:
         return np.where(r >= 0, self.cost[np.maximum(r, 0), c], 0.0)
 
     def step(self, query: np.ndarray) -> Step:
+        """Add one query frame to the graph and return the output pose.
+
+        Parameters
+        ----------
+        query : ndarray, shape (Q,)
+            Values of the query channels.
+
+        Returns
+        -------
+        Step
+
+        Raises
+        ------
+        ValueError
+            On a wrong number of values or NaN / infinite values.
+        """
         p = self.params
         q = np.asarray(query, dtype=float).reshape(-1)
         if q.size != self.cols.size:
@@ -297,7 +440,8 @@ class Reconstructor:
                     new_len = np.minimum(prev_len + 1, p.window)[None, :]
                     score = np.where(valid, new_sum / new_len**2, np.inf)
                     j = np.argmin(score, axis=1)
-                    # the seed: a node with a valid predecessor always continues the cheapest path
+                    # as in Richert's graph: a node with a valid predecessor always continues the
+                    # cheapest path
                     better = np.isfinite(score[np.arange(p.k), j])
                     node_cost = np.where(better, edge[np.arange(p.k), j], node_cost)  # modulated if so
                     cost_sum = np.where(better, new_sum[np.arange(p.k), j], cost_sum)
@@ -325,12 +469,28 @@ class Reconstructor:
 
 @dataclass
 class Batch:
-    poses: np.ndarray  # (n, D) synthesis
-    best: np.ndarray  # (n, D) best-path frames
-    best_index: np.ndarray  # (n,) database frame of the best path (-1: NaN query frame, held)
+    """A whole clip's output (:func:`reconstruct`).
+
+    Attributes
+    ----------
+    poses : ndarray, shape (n, D)
+        Synthesis per query frame.
+    best : ndarray, shape (n, D)
+        Best-path frames.
+    best_index : ndarray of int64, shape (n,)
+        Database row of the best path (-1: NaN query frame, output held).
+    best_length : ndarray of int64, shape (n,)
+    best_cost : ndarray, shape (n,)
+    seconds : ndarray, shape (n, 3)
+        k-NN, graph and synthesis time per frame.
+    """
+
+    poses: np.ndarray
+    best: np.ndarray
+    best_index: np.ndarray
     best_length: np.ndarray
     best_cost: np.ndarray
-    seconds: np.ndarray  # (n, 3): k-NN, graph, synthesis
+    seconds: np.ndarray
 
 
 def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
@@ -339,6 +499,35 @@ def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | No
 
     A query frame with NaN values (a dropped capture frame) does not update the graph: the previous
     output is held (the first frames, before any valid one, take the first valid output).
+
+    Parameters
+    ----------
+    db : MotionDatabase
+    queries : ndarray, shape (n, Q)
+        Query frames (NaN rows allowed).
+    params : OLNGParams, optional
+    query_channels : sequence of str, optional
+        The query columns' channels (default: all of the database's).
+
+    Returns
+    -------
+    Batch
+
+    Raises
+    ------
+    ValueError
+        As :class:`Reconstructor`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 4 * np.pi, 200)
+    >>> clip = np.column_stack([np.sin(t), np.cos(t), np.sin(2 * t)])
+    >>> db = MotionDatabase.from_clips([clip], ["a", "b", "c"])
+    >>> noisy = clip[50:100] + np.random.default_rng(0).normal(0.0, 0.05, (50, 3))
+    >>> batch = reconstruct(db, noisy, OLNGParams(k=16, window=8, paths=4))
+    >>> bool(np.abs(batch.poses - clip[50:100]).mean() < 0.5 * np.abs(noisy - clip[50:100]).mean())
+    True
     """
     rec = Reconstructor(db, params, query_channels)
     q = np.atleast_2d(np.asarray(queries, dtype=float))

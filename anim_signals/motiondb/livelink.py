@@ -25,6 +25,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+__all__ = [
+    "ARKIT_BLENDSHAPES",
+    "CHANNELS",
+    "DEFAULT_TIMECODE_RATE",
+    "EYE_BLENDSHAPES",
+    "EYE_CHANNELS",
+    "GAP_FACTOR",
+    "ROTATIONS",
+    "TIMECODE_RATES",
+    "FaceMesh",
+    "Gap",
+    "LiveLinkError",
+    "LiveLinkRecording",
+    "Resampled",
+    "detect_timecode_rate",
+    "face_key_bumps",
+    "find_gaps",
+    "format_timecode",
+    "generated_expressions",
+    "generated_face",
+    "read_csv",
+    "resample",
+    "split_timecode",
+    "timecode_seconds",
+    "write_csv",
+]
+
 # The 52 ARKit blendshapes in the order Live Link Face writes them.
 ARKIT_BLENDSHAPES: tuple[str, ...] = (
     "EyeBlinkLeft", "EyeLookDownLeft", "EyeLookInLeft", "EyeLookOutLeft", "EyeLookUpLeft", "EyeSquintLeft",
@@ -43,7 +70,8 @@ ROTATIONS: tuple[str, ...] = (
     "RightEyeYaw", "RightEyePitch", "RightEyeRoll",
 )
 CHANNELS: tuple[str, ...] = ARKIT_BLENDSHAPES + ROTATIONS  # 61 value columns
-# Channels about the eyes (the seed's partial-input example leaves the eye control points out).
+# Channels about the eyes (the partial-input example of Richert, "Animation Database for real-time
+# motion reconstruction", leaves the eye control points out).
 EYE_BLENDSHAPES: tuple[str, ...] = tuple(n for n in ARKIT_BLENDSHAPES if n.startswith("Eye"))
 EYE_CHANNELS: tuple[str, ...] = EYE_BLENDSHAPES + tuple(n for n in ROTATIONS if "Eye" in n)
 
@@ -62,7 +90,30 @@ class LiveLinkError(ValueError):
 
 
 def split_timecode(tc: str) -> tuple[int, float]:
-    """``"HH:MM:SS:FF.fff"`` -> (whole seconds, frame part FF.fff). Raises LiveLinkError."""
+    """A timecode's whole seconds and frame part.
+
+    Parameters
+    ----------
+    tc : str
+        ``"HH:MM:SS:FF.fff"``.
+
+    Returns
+    -------
+    seconds : int
+        HH * 3600 + MM * 60 + SS.
+    frame : float
+        FF.fff, in frames of the timecode rate.
+
+    Raises
+    ------
+    LiveLinkError
+        If ``tc`` is not a timecode.
+
+    Examples
+    --------
+    >>> split_timecode("10:00:01:12.500")
+    (36001, 12.5)
+    """
     parts = tc.strip().split(":")
     if len(parts) != 4:
         raise LiveLinkError(f"bad timecode {tc!r}: expected HH:MM:SS:FF.fff")
@@ -75,13 +126,48 @@ def split_timecode(tc: str) -> tuple[int, float]:
 
 
 def timecode_seconds(tc: str, rate: float = DEFAULT_TIMECODE_RATE) -> float:
-    """``"HH:MM:SS:FF.fff"`` -> seconds, the frame part counted in frames of ``rate``."""
+    """A timecode in seconds, the frame part counted in frames of ``rate`` per second.
+
+    Parameters
+    ----------
+    tc : str
+        ``"HH:MM:SS:FF.fff"``.
+    rate : float
+        Timecode frames per second.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    LiveLinkError
+        If ``tc`` is not a timecode.
+    """
     whole, ff = split_timecode(tc)
     return whole + ff / float(rate)
 
 
 def format_timecode(seconds: float, rate: float = DEFAULT_TIMECODE_RATE) -> str:
-    """Seconds -> ``"HH:MM:SS:FF.fff"`` (inverse of :func:`timecode_seconds`)."""
+    """Seconds as a timecode (inverse of :func:`timecode_seconds`).
+
+    Parameters
+    ----------
+    seconds : float
+        Time of day in seconds (wraps at 24 h).
+    rate : float
+        Timecode frames per second.
+
+    Returns
+    -------
+    str
+        ``"HH:MM:SS:FF.fff"``.
+
+    Examples
+    --------
+    >>> format_timecode(36001.0 + 12.5 / 60.0)
+    '10:00:01:12.500'
+    """
     ticks = round(seconds * rate * 1000.0)  # thousandths of a frame
     per_second = round(rate * 1000.0)
     whole, frac = divmod(ticks, per_second)
@@ -91,8 +177,20 @@ def format_timecode(seconds: float, rate: float = DEFAULT_TIMECODE_RATE) -> str:
 
 
 def detect_timecode_rate(frame_parts: Sequence[float], spans_a_second: bool) -> float:
-    """The timecode rate: the smallest standard rate above every frame part seen (when the take
-    spans at least one whole second), else Live Link Face's 60."""
+    """The timecode rate: the smallest standard rate above every frame part seen.
+
+    Parameters
+    ----------
+    frame_parts : sequence of float
+        The FF.fff parts of a take's timecodes.
+    spans_a_second : bool
+        The take covers at least one whole second (else the frame parts say nothing).
+
+    Returns
+    -------
+    float
+        Frames per second of :data:`TIMECODE_RATES` (or above), or Live Link Face's 60.
+    """
     if not spans_a_second or not len(frame_parts):
         return DEFAULT_TIMECODE_RATE
     top = max(frame_parts)
@@ -109,32 +207,66 @@ def detect_timecode_rate(frame_parts: Sequence[float], spans_a_second: bool) -> 
 
 @dataclass(frozen=True)
 class Gap:
-    """Dropped frames: nothing was captured between rows ``index - 1`` and ``index``."""
+    """Dropped frames: nothing was captured between rows ``index - 1`` and ``index``.
 
-    index: int  # the row after the gap
-    start: float  # time of the row before (seconds)
-    end: float  # time of the row after
-    missing: int  # frames missing at the capture rate
+    Attributes
+    ----------
+    index : int
+        The row after the gap.
+    start, end : float
+        Times of the rows before and after, in seconds.
+    missing : int
+        Frames missing at the capture rate.
+    """
+
+    index: int
+    start: float
+    end: float
+    missing: int
 
     @property
     def seconds(self) -> float:
+        """Length of the gap in seconds."""
         return self.end - self.start
 
 
 @dataclass(frozen=True)
 class LiveLinkRecording:
-    """A take: ``times (n,)`` seconds from the first row, ``values (n, len(names))`` (NaN where a
-    cell or row has no data), the channel ``names``; unpacks as ``times, values, names``."""
+    """A take; unpacks as ``times, values, names``.
+
+    Attributes
+    ----------
+    times : ndarray, shape (n,)
+        Seconds from the first row.
+    values : ndarray, shape (n, d)
+        Blendshape weights in [0, 1] and rotations in radians; NaN where a cell or row has no data.
+    names : list of str, length d
+        Channel names from the header.
+    nan_rows : ndarray of int, shape (q,)
+        Rows with at least one NaN value (tracking lost).
+    gaps : list of Gap
+        Dropped frames found from the timecodes.
+    rate : float
+        Capture rate (frames per second, from the median timecode step).
+    timecode_rate : float
+        Frames per second of the timecode's frame part.
+    start_seconds : float
+        The first row's timecode in seconds (time of day).
+    duplicates : int
+        Rows dropped because their timecode did not advance.
+    path : str
+    warnings : list of str
+    """
 
     times: np.ndarray
     values: np.ndarray
     names: list[str]
-    nan_rows: np.ndarray  # (m,) row indices with at least one NaN value (tracking lost)
-    gaps: list[Gap]  # dropped frames found from the timecodes
-    rate: float  # capture rate (frames per second, from the median timecode step)
-    timecode_rate: float  # frames per second of the timecode's frame part
-    start_seconds: float  # the first row's timecode in seconds (time of day)
-    duplicates: int = 0  # rows dropped because their timecode did not advance
+    nan_rows: np.ndarray
+    gaps: list[Gap]
+    rate: float
+    timecode_rate: float
+    start_seconds: float
+    duplicates: int = 0
     path: str = ""
     warnings: list[str] = field(default_factory=list)
 
@@ -143,20 +275,25 @@ class LiveLinkRecording:
 
     @property
     def n_frames(self) -> int:
+        """Rows kept."""
         return int(self.times.size)
 
     @property
     def dropped_frames(self) -> int:
+        """Frames missing in all gaps."""
         return int(sum(g.missing for g in self.gaps))
 
     @property
     def duration(self) -> float:
+        """Seconds from the first to the last row."""
         return float(self.times[-1] - self.times[0]) if self.times.size else 0.0
 
     def channel(self, name: str) -> np.ndarray:
+        """One channel's values (n,); ValueError if the take has no such channel."""
         return self.values[:, self.names.index(name)]
 
     def summary(self) -> str:
+        """One line for a report: frames, rate, duration, gaps, rows without data."""
         text = f"{self.n_frames} frames, {self.rate:.3g} fps, {self.duration:.2f} s"
         if self.gaps:
             text += f"; {self.dropped_frames} dropped frame(s) in {len(self.gaps)} gap(s)"
@@ -178,7 +315,21 @@ def _cell(text: str) -> float:
 
 
 def find_gaps(times: np.ndarray, rate: float, factor: float = GAP_FACTOR) -> list[Gap]:
-    """Steps of ``times`` longer than ``factor`` capture periods."""
+    """Steps of ``times`` longer than ``factor`` capture periods.
+
+    Parameters
+    ----------
+    times : ndarray, shape (n,)
+        Increasing seconds.
+    rate : float
+        Capture rate, frames per second.
+    factor : float
+        A step longer than this many periods is a gap.
+
+    Returns
+    -------
+    list of Gap
+    """
     if times.size < 2 or rate <= 0:
         return []
     dt = np.diff(times)
@@ -191,9 +342,42 @@ def find_gaps(times: np.ndarray, rate: float, factor: float = GAP_FACTOR) -> lis
 
 
 def read_csv(path: str | os.PathLike, *, timecode_rate: float | None = None) -> LiveLinkRecording:
-    """Read a Live Link Face CSV. Gaps are kept (see :class:`LiveLinkRecording`). Rows whose
-    timecode does not advance are dropped (counted). ``timecode_rate``: frames per second of the
-    timecode's frame part (None: detected, 60 when the take is shorter than a second)."""
+    """Read a Live Link Face CSV.
+
+    Gaps are kept (see :class:`LiveLinkRecording`); rows whose timecode does not advance are
+    dropped (counted); midnight wrap-around is handled.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    timecode_rate : float, optional
+        Frames per second of the timecode's frame part (default: detected, 60 when the take is
+        shorter than a second).
+
+    Returns
+    -------
+    LiveLinkRecording
+
+    Raises
+    ------
+    LiveLinkError
+        When the file cannot be read, is empty, not a Live Link Face CSV (header), has repeated
+        column names, no frames or a bad timecode (the message gives the line).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> values = np.array([[0.0, 0.5], [0.1, 0.4], [np.nan, np.nan], [0.3, 0.2]])
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "take.csv")
+    ...     write_csv(path, np.array([0.0, 1 / 60, 2 / 60, 4 / 60]), values, ["JawOpen", "EyeBlinkLeft"])
+    ...     rec = read_csv(path)
+    >>> rec.n_frames, rec.nan_rows.tolist(), rec.dropped_frames, rec.rate
+    (4, [2], 1, 60.0)
+    >>> rec.channel("EyeBlinkLeft").tolist()[:2]
+    [0.5, 0.4]
+    """
     path = os.fspath(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -265,9 +449,31 @@ def read_csv(path: str | os.PathLike, *, timecode_rate: float | None = None) -> 
 
 def write_csv(path: str | os.PathLike, times: np.ndarray, values: np.ndarray, names: Sequence[str] = CHANNELS, *,
               timecode_rate: float = DEFAULT_TIMECODE_RATE, start_seconds: float = 0.0) -> None:
-    """Write a Live Link Face CSV: ``times (n,)`` seconds (offset by ``start_seconds``), ``values
-    (n, len(names))``. A row that is all NaN is written as Live Link Face does when tracking is
-    lost (``<timecode>,0``); other NaN cells are left empty."""
+    """Write a Live Link Face CSV.
+
+    A row that is all NaN is written as Live Link Face does when tracking is lost
+    (``<timecode>,0``); other NaN cells are left empty.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    times : ndarray, shape (n,)
+        Seconds, offset by ``start_seconds`` in the timecodes.
+    values : ndarray, shape (n, len(names))
+    names : sequence of str
+        Column names (default: the 52 ARKit blendshapes and 9 rotations).
+    timecode_rate : float
+        Frames per second of the timecode's frame part.
+    start_seconds : float
+        Time of day of ``times`` 0, in seconds.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is not (n, len(names)).
+    OSError
+        If the file cannot be written.
+    """
     times = np.asarray(times, dtype=np.float64).ravel()
     values = np.asarray(values, dtype=np.float64)
     names = list(names)
@@ -292,10 +498,20 @@ def write_csv(path: str | os.PathLike, times: np.ndarray, values: np.ndarray, na
 
 @dataclass(frozen=True)
 class Resampled:
-    """A take at a fixed rate: ``times (m,)`` seconds (0, 1/fps, ...), ``values (m, d)``,
-    ``filled (m,)`` True where the frame lies in a gap (interpolated across dropped frames or rows
-    without data), ``long_gap (m,)`` True where that gap is longer than ``max_gap`` seconds (the
-    values there are a straight line between the gap's ends, not a capture)."""
+    """A take at a fixed rate (:func:`resample`).
+
+    Attributes
+    ----------
+    times : ndarray, shape (m,)
+        Seconds: 0, 1/fps, ...
+    values : ndarray, shape (m, d)
+    filled : ndarray of bool, shape (m,)
+        The frame lies in a gap (interpolated across dropped frames or rows without data).
+    long_gap : ndarray of bool, shape (m,)
+        That gap is longer than ``max_gap`` seconds (the values there are a straight line between
+        the gap's ends, not a capture).
+    fps : float
+    """
 
     times: np.ndarray
     values: np.ndarray
@@ -305,18 +521,42 @@ class Resampled:
 
     @property
     def n_filled(self) -> int:
+        """Frames interpolated across a gap."""
         return int(self.filled.sum())
 
     @property
     def n_long_gap(self) -> int:
+        """Frames inside long gaps."""
         return int(self.long_gap.sum())
 
 
 def resample(times: np.ndarray, values: np.ndarray, fps: float, *, max_gap: float = 0.25,
              rate: float | None = None) -> Resampled:
-    """Values at ``fps`` from ``0`` to the last time, each channel linearly interpolated between its
-    finite samples (rows or cells without data are skipped). ``rate``: the capture rate that tells a
-    gap (default: from the median step); gaps longer than ``max_gap`` seconds are marked."""
+    """A take at a fixed rate, each channel linearly interpolated between its finite samples.
+
+    Parameters
+    ----------
+    times : ndarray, shape (n,)
+        Increasing seconds.
+    values : ndarray, shape (n, d)
+        NaN where a row or cell has no data.
+    fps : float
+        Output rate, frames per second.
+    max_gap : float
+        Gaps longer than this (seconds) are marked ``long_gap``.
+    rate : float, optional
+        The capture rate that tells a gap (default: from the median step).
+
+    Returns
+    -------
+    Resampled
+        Frames from the first time to the last at ``fps``.
+
+    Raises
+    ------
+    ValueError
+        On mismatched shapes, a non-positive ``fps``, or no row with data.
+    """
     times = np.asarray(times, dtype=np.float64).ravel()
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2 or values.shape[0] != times.size:
@@ -405,7 +645,14 @@ _FACE_KEYS_CENTRE: dict[str, list[tuple[tuple[float, float], float, tuple[float,
 
 
 def face_key_bumps() -> dict[str, list[tuple[tuple[float, float], float, tuple[float, float, float]]]]:
-    """Every ARKit blendshape's bumps ((u, v) centre, radius, displacement), Right keys mirrored."""
+    """Every ARKit blendshape's bumps of :func:`generated_face`, Right keys mirrored.
+
+    Returns
+    -------
+    dict of str to list of ((float, float), float, (float, float, float))
+        Name -> bumps: (u, v) centre on the face in [-1, 1]^2, radius, displacement (dx, dy, dz) as
+        a fraction of the face's half-size; in :data:`ARKIT_BLENDSHAPES` order.
+    """
     out = dict(_FACE_KEYS_CENTRE)
     for name, bumps in _FACE_KEYS_LEFT.items():
         out[name] = bumps
@@ -415,8 +662,17 @@ def face_key_bumps() -> dict[str, list[tuple[tuple[float, float], float, tuple[f
 
 @dataclass(frozen=True)
 class FaceMesh:
-    """``vertices (V, 3)``, quad ``faces`` (vertex index tuples) and ``shape_keys``: ARKit name ->
-    vertex positions (V, 3) of the key at weight 1 (in :data:`ARKIT_BLENDSHAPES` order)."""
+    """A face mesh with ARKit shape keys (:func:`generated_face`).
+
+    Attributes
+    ----------
+    vertices : ndarray, shape (V, 3)
+        Rest positions in metres.
+    faces : list of (int, int, int, int)
+        Quads as vertex indices.
+    shape_keys : dict of str to ndarray, shape (V, 3)
+        ARKit name -> vertex positions of the key at weight 1 (in :data:`ARKIT_BLENDSHAPES` order).
+    """
 
     vertices: np.ndarray
     faces: list[tuple[int, int, int, int]]
@@ -433,9 +689,26 @@ class FaceMesh:
 
 
 def generated_face(resolution: int = 24, width: float = 0.16, height: float = 0.22) -> FaceMesh:
-    """A simple face: the front of an ellipsoid (``width`` x ``height`` metres, facing -y) as a
-    ``resolution`` x ``resolution`` quad grid, with one shape key per ARKit blendshape moving its
-    region (jaw, lips, eyelids, brows, cheeks, nose, tongue). Deterministic."""
+    """A simple face with one shape key per ARKit blendshape, for tests and demos. Deterministic.
+
+    Parameters
+    ----------
+    resolution : int
+        Quads along each side, at least 4.
+    width, height : float
+        Size in metres; the face is the front of an ellipsoid facing -y.
+
+    Returns
+    -------
+    FaceMesh
+        (resolution + 1)^2 vertices; each key moves its region (jaw, lips, eyelids, brows,
+        cheeks, nose, tongue).
+
+    Raises
+    ------
+    ValueError
+        If ``resolution`` < 4.
+    """
     n = int(resolution)
     if n < 4:
         raise ValueError("resolution must be at least 4")
@@ -464,8 +737,24 @@ def generated_face(resolution: int = 24, width: float = 0.16, height: float = 0.
 
 def generated_expressions(n_frames: int = 240, *, seed: int = 0, fps: float = 30.0,
                           names: Sequence[str] = ARKIT_BLENDSHAPES) -> np.ndarray:
-    """Smooth, plausible blendshape weights (n_frames, len(names)) in [0, 1]: a few expressions
-    (smile, jaw open, blink, brow raise, ...) blended in and out, plus blinks. Deterministic."""
+    """Smooth, plausible blendshape weights: a few expressions (smile, jaw open, brow raise, ...)
+    blended in and out, plus blinks, for tests and demos. Deterministic for a seed.
+
+    Parameters
+    ----------
+    n_frames : int
+    seed : int
+        Seed of the random expression events.
+    fps : float
+        Frames per second.
+    names : sequence of str
+        Channels to fill (default: the 52 ARKit blendshapes).
+
+    Returns
+    -------
+    ndarray, shape (n_frames, len(names))
+        Weights in [0, 1].
+    """
     rng = np.random.default_rng(seed)
     names = list(names)
     t = np.arange(n_frames) / fps

@@ -1,8 +1,8 @@
 """Pose-space canvas geometry (docs/pose_space.md, "Canvas geometry"): view, hit testing, strokes, PNG.
 
 Pure numpy: the Blender side draws :class:`CanvasGeometry` with a thin ``gpu`` layer, and
-:func:`render_rgba` / :func:`render_png` draw the same geometry with :mod:`anim_signals.raster`
-(tests, headless previews, documentation figures).
+:func:`render_rgba` / :func:`render_png` draw the same geometry with
+:mod:`anim_signals.imaging.raster` (tests, headless previews, documentation figures).
 
 Conventions
 -----------
@@ -10,7 +10,9 @@ Conventions
   the bottom-left corner of the region.  A canvas occupies the rectangle
   ``[origin, origin + (width, height))`` of its region; pixel ``(i, j)`` covers ``[i, i+1) x [j, j+1)``.
   Raster images have row 0 at the *top*; :func:`render_rgba` does the flip.
-* Pose space is the seed's R^2 (frame positions p_i, RBF sites s_j, time-signal control points f_j).
+* Pose space is the R^2 of Cashman and Hormann, "A continuous, editable representation for
+  deforming mesh sequences with separate signals for time, pose and shape" (frame positions p_i,
+  RBF sites s_j, time-signal control points f_j).
   :class:`View` maps it to pixels with a uniform scale (pose-space circles stay circles).
 * Inputs to :func:`canvas_geometry` (``cursor``, ``stroke``) are in pose-space units; everything in
   the returned :class:`CanvasGeometry` is in pixels.  :func:`hit_test` takes a mouse position in
@@ -32,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from . import raster
+from ..imaging import raster
 
 __all__ = ["CanvasGeometry", "Hit", "View", "canvas_geometry", "clear_cache", "fit_space_view", "fit_view",
            "hit_test", "render_png", "render_rgba", "stroke_to_pose", "time_colors"]
 
+# What hit_test can report, in its priority order.
 HIT_KINDS = ("CONTROL_POINT", "FRAME", "SITE", "CURVE", "NONE")
 
 # --------------------------------------------------------------------------------------------------
@@ -67,9 +70,18 @@ OUTLINE = (0.05, 0.05, 0.05, 1.0)
 
 
 def time_colors(times: np.ndarray) -> np.ndarray:
-    """RGBA (n, 4) on the viridis ramp: the earliest time dark violet, the latest bright yellow.
+    """Colours on the viridis ramp: the earliest time dark violet, the latest bright yellow.
 
-    Colours are spread over [min(times), max(times)]; a single or constant time gets the ramp's middle.
+    Parameters
+    ----------
+    times : array_like, shape (n,)
+        Frame times; colours are spread over [min(times), max(times)], a single or constant time
+        gets the ramp's middle.
+
+    Returns
+    -------
+    ndarray, shape (n, 4)
+        RGBA in [0, 1].
     """
     t = np.asarray(times, dtype=float).ravel()
     out = np.ones((t.size, 4))
@@ -97,10 +109,23 @@ def _pair(v: Any, name: str) -> tuple[float, float]:
 class View:
     """Pose space <-> region pixels: ``xy = origin + (width, height) / 2 + (p - center) * scale``.
 
-    ``center``: the pose-space point at the middle of the canvas; ``scale``: pixels per pose-space
-    unit (the same along x and y); ``width``, ``height``: canvas size in pixels; ``origin``: the
-    canvas's bottom-left corner in region pixels (y up).  Immutable: :meth:`zoomed` and
-    :meth:`panned` return new views.
+    Immutable: :meth:`zoomed` and :meth:`panned` return new views.
+
+    Attributes
+    ----------
+    center : (float, float)
+        The pose-space point at the middle of the canvas.
+    scale : float
+        Pixels per pose-space unit (the same along x and y), positive.
+    width, height : int
+        Canvas size in pixels, positive.
+    origin : (float, float)
+        The canvas's bottom-left corner in region pixels (y up).
+
+    Raises
+    ------
+    ValueError
+        On a non-finite center or origin, a non-positive scale or an empty canvas.
     """
 
     center: tuple[float, float]
@@ -170,10 +195,30 @@ class View:
 
 def fit_view(points: Any, width: int, height: int, *, margin: float = 0.08,
              origin: Any = (0.0, 0.0)) -> View:
-    """The view showing all ``points`` (n, 2) centred, with ``margin`` x width (height) free on each side.
+    """The view showing all points centred, with ``margin`` x width (height) free on each side.
 
     Non-finite rows are ignored.  No points: the unit square around 0; a single point (or all
     points equal): a unit square around it; collinear points: fitted along their extent.
+
+    Parameters
+    ----------
+    points : array_like, shape (n, 2)
+        Pose-space points.
+    width, height : int
+        Canvas size in pixels.
+    margin : float
+        Free border as a fraction of the canvas size, in [0, 0.5).
+    origin : (float, float)
+        The canvas's bottom-left corner in region pixels.
+
+    Returns
+    -------
+    View
+
+    Raises
+    ------
+    ValueError
+        On a margin outside [0, 0.5) or an empty canvas.
     """
     m = float(margin)
     if not (0.0 <= m < 0.5):
@@ -199,8 +244,26 @@ def fit_view(points: Any, width: int, height: int, *, margin: float = 0.08,
 
 def fit_space_view(space: Any, width: int, height: int, *, margin: float = 0.08,
                    origin: Any = (0.0, 0.0), curve_samples: int = 400) -> View:
-    """:func:`fit_view` on everything :func:`canvas_geometry` draws of ``space`` (frames, sites, pins,
-    control points and the curve)."""
+    """:func:`fit_view` on everything :func:`canvas_geometry` draws of ``space``.
+
+    Parameters
+    ----------
+    space : PoseSpace or duck-typed
+        As in :func:`canvas_geometry`.
+    width, height : int
+        Canvas size in pixels.
+    margin : float
+        Free border as a fraction of the canvas size.
+    origin : (float, float)
+        The canvas's bottom-left corner in region pixels.
+    curve_samples : int
+        Samples of the time signal.
+
+    Returns
+    -------
+    View
+        Showing the frames, sites, pins, control points and the curve.
+    """
     b = _bundle(space, curve_samples)
     pts = np.concatenate([b.positions, b.sites, b.pins, b.control, b.curve])
     return fit_view(pts, width, height, margin=margin, origin=origin)
@@ -214,23 +277,48 @@ def fit_space_view(space: Any, width: int, height: int, *, margin: float = 0.08,
 class CanvasGeometry:
     """Everything in region pixels (x right, y up), ready to draw.
 
-    ``curve_times`` are the frame times of the ``curve`` samples (for clicking on the curve);
-    ``frame_numbers`` the times of the frames (``space.frames``); ``view`` the view it was built with.
+    Attributes
+    ----------
+    frame_points : ndarray, shape (n, 2)
+    frame_colors : ndarray, shape (n, 4)
+        RGBA by time (:func:`time_colors`).
+    sites : ndarray, shape (l, 2)
+    pins : ndarray, shape (q, 2)
+    pin_frames : ndarray of int, shape (q,)
+        Row of each pinned frame.
+    curve : ndarray, shape (s, 2)
+        The time signal f sampled over [first frame, last frame].
+    control : ndarray, shape (k, 2)
+        Time-signal control points.
+    control_polygon : ndarray, shape (k, 2)
+        The control points in order, drawn as an open polyline.
+    current : ndarray, shape (2,), or None
+        f(current_time).
+    cursor : ndarray, shape (2,), or None
+    stroke : ndarray, shape (r, 2), or None
+    curve_times : ndarray, shape (s,)
+        Frame times of the ``curve`` samples (for clicking on the curve).
+    frame_numbers : ndarray, shape (n,)
+        Times of the frames (``space.frames``).
+    current_time : float or None
+        The clamped current time.
+    view : View or None
+        The view the geometry was built with.
     """
 
-    frame_points: np.ndarray  # (n, 2)
-    frame_colors: np.ndarray  # (n, 4) RGBA, by time
-    sites: np.ndarray  # (l, 2)
-    pins: np.ndarray  # (q, 2)
-    pin_frames: np.ndarray  # (q,) int: row of the pinned frame
-    curve: np.ndarray  # (s, 2): f over [first frame, last frame]
-    control: np.ndarray  # (k, 2)
-    control_polygon: np.ndarray  # (k, 2): the control points in order, drawn as an open polyline
-    current: np.ndarray | None = None  # (2,): f(current_time)
-    cursor: np.ndarray | None = None  # (2,)
-    stroke: np.ndarray | None = None  # (r, 2)
-    curve_times: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (s,)
-    frame_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (n,)
+    frame_points: np.ndarray
+    frame_colors: np.ndarray
+    sites: np.ndarray
+    pins: np.ndarray
+    pin_frames: np.ndarray
+    curve: np.ndarray
+    control: np.ndarray
+    control_polygon: np.ndarray
+    current: np.ndarray | None = None
+    cursor: np.ndarray | None = None
+    stroke: np.ndarray | None = None
+    curve_times: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    frame_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     current_time: float | None = None
     view: View | None = None
 
@@ -321,15 +409,40 @@ def _on_curve(b: _Bundle, t: float) -> np.ndarray:
 
 def canvas_geometry(space: Any, view: View, *, current_time: float | None = None, cursor: Any = None,
                     stroke: Any = None, curve_samples: int = 400) -> CanvasGeometry:
-    """Pixel geometry of a pose space (duck-typed: ``positions (n, 2)``, ``pose.sites (l, 2)``,
-    ``time.evaluate(times) -> (..., 2)``, ``time.control (k, 2)``, ``frames (n,)``, optional
-    ``pins: dict[int, (2,)]``) in ``view``.
+    """Pixel geometry of a pose space in ``view``.
 
-    ``current_time`` (frame units, clamped to the frames' range) marks f(current_time), interpolated
-    linearly between the curve samples so that the marker sits on the polyline as drawn (no call to
-    ``time.evaluate`` per redraw: playback stays cheap); ``cursor`` (2,) and ``stroke`` (r, 2) are
-    pose-space points.  ``curve_samples`` evaluations of f, evenly spaced in time over
-    [first frame, last frame], are cached per model.
+    Parameters
+    ----------
+    space : PoseSpace or duck-typed
+        Needs ``positions (n, 2)``, ``pose.sites (l, 2)``, ``time.evaluate(times) -> (..., 2)``,
+        ``time.control (k, 2)``, ``frames (n,)``, optionally ``pins: dict[int, (2,)]``.
+    view : View
+    current_time : float, optional
+        Frame time (clamped to the frames' range) to mark: f(current_time), interpolated linearly
+        between the curve samples so that the marker sits on the polyline as drawn (no call to
+        ``time.evaluate`` per redraw: playback stays cheap).
+    cursor : array_like, shape (2,), optional
+        Pose-space point.
+    stroke : array_like, shape (r, 2), optional
+        Pose-space points.
+    curve_samples : int
+        Evaluations of f, evenly spaced in time over [first frame, last frame], cached per model.
+
+    Returns
+    -------
+    CanvasGeometry
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from anim_signals.posespace import build_pose_space
+    >>> t = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
+    >>> space = build_pose_space(np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t)]), row_size=1)
+    >>> geometry = canvas_geometry(space, fit_space_view(space, 320, 240), current_time=3.0)
+    >>> geometry.frame_points.shape, geometry.control.shape
+    ((12, 2), (14, 2))
+    >>> hit_test(geometry, geometry.frame_points[5], radius_px=1.0)
+    Hit(kind='FRAME', index=5, distance_px=0.0, time=6.0)
     """
     b = _bundle(space, curve_samples)
     to_px = view.to_pixels
@@ -354,9 +467,20 @@ def canvas_geometry(space: Any, view: View, *, current_time: float | None = None
 
 @dataclass
 class Hit:
-    """What is under the mouse: ``kind`` in HIT_KINDS, ``index`` into the geometry's array of that
-    kind (for CURVE the segment ``curve[index] -> curve[index + 1]``), ``distance_px`` to it, and
-    ``time`` (frame units) for FRAME and CURVE hits."""
+    """What is under the mouse.
+
+    Attributes
+    ----------
+    kind : str
+        One of :data:`HIT_KINDS`.
+    index : int
+        Index into the geometry's array of that kind (for CURVE the segment
+        ``curve[index] -> curve[index + 1]``); -1 for NONE.
+    distance_px : float
+        Distance to it in pixels (inf for NONE).
+    time : float or None
+        Frame time for FRAME and CURVE hits.
+    """
 
     kind: str
     index: int
@@ -394,10 +518,22 @@ def _segments(geometry: CanvasGeometry) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0) -> Hit:
-    """The element under ``xy`` (region pixels) within ``radius_px``.
+    """The element under a mouse position.
 
-    Priority: control point > frame > site > curve; within a kind the nearest wins.  Nothing within
-    the radius: ``Hit('NONE', -1, inf)``.
+    Priority: control point > frame > site > curve; within a kind the nearest wins.
+
+    Parameters
+    ----------
+    geometry : CanvasGeometry
+    xy : (float, float)
+        Mouse position in region pixels.
+    radius_px : float
+        Pick radius in pixels.
+
+    Returns
+    -------
+    Hit
+        ``Hit('NONE', -1, inf)`` when nothing is within the radius.
     """
     x, y = _pair(xy, "xy")
     r = float(radius_px)
@@ -439,11 +575,27 @@ def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0) -> Hi
 
 
 def stroke_to_pose(view: View, stroke_xy: Any, *, spacing_px: float = 4.0) -> np.ndarray:
-    """A mouse stroke (r, 2) in region pixels, resampled at equal arc-length steps of about
-    ``spacing_px`` (the first and last points kept exactly), as pose-space points (s, 2).
+    """A mouse stroke resampled at equal arc-length steps, as pose-space points.
 
-    Repeated mouse positions are dropped; a stroke of zero length gives its one point (1, 2), an
-    empty stroke (0, 2).
+    Repeated mouse positions are dropped; the first and last points are kept exactly.
+
+    Parameters
+    ----------
+    view : View
+    stroke_xy : array_like, shape (r, 2)
+        Mouse positions in region pixels.
+    spacing_px : float
+        Step between output points, in pixels (about).
+
+    Returns
+    -------
+    ndarray, shape (s, 2)
+        Pose-space points; (1, 2) for a stroke of zero length, (0, 2) for an empty one.
+
+    Raises
+    ------
+    ValueError
+        On a non-positive spacing or NaN / infinite coordinates.
     """
     sp = float(spacing_px)
     if not (math.isfinite(sp) and sp > 0.0):
@@ -588,13 +740,31 @@ def _fmt_frame(t: float) -> str:
 
 def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int | None = None, *,
                 title: str = "Pose space", legend: bool = True, grid: bool = True) -> np.ndarray:
-    """Draw ``geometry`` into an (H, W, 4) float32 RGBA image (row 0 at the top).
+    """Draw ``geometry`` into an RGBA image (row 0 at the top).
 
     The image covers the region pixels ``[x0, x0 + W) x [y0, y0 + H)`` with (x0, y0) the geometry's
-    view origin (0, 0 without a view) and W, H the view's size unless given.  Layers, back to front:
-    pose-space grid and axes, dashed control polygon, the time-signal curve, frame points coloured by
-    time, RBF sites (squares), pins (rings), control-point handles, the stroke, the current frame and
-    the cursor (crosshairs), the title and a legend (time ramp with first/last frame, k / l / n).
+    view origin (0, 0 without a view).  Layers, back to front: pose-space grid and axes, dashed
+    control polygon, the time-signal curve, frame points coloured by time, RBF sites (squares), pins
+    (rings), control-point handles, the stroke, the current frame and the cursor (crosshairs), the
+    title and a legend (time ramp with first/last frame, k / l / n).
+
+    Parameters
+    ----------
+    geometry : CanvasGeometry
+    width, height : int, optional
+        Image size in pixels (default: the view's).
+    title : str
+    legend, grid : bool
+        Draw the legend / the pose-space grid.
+
+    Returns
+    -------
+    ndarray of float32, shape (H, W, 4)
+
+    Raises
+    ------
+    ValueError
+        Without width and height for a geometry that has no view.
     """
     view = geometry.view
     if width is None or height is None:
@@ -692,5 +862,33 @@ def _legend(img: np.ndarray, geometry: CanvasGeometry) -> None:
 
 def render_png(geometry: CanvasGeometry, path: str | os.PathLike, *, width: int | None = None,
                height: int | None = None, **kwargs: Any) -> str:
-    """:func:`render_rgba` written to ``path`` as a PNG; returns the absolute path."""
+    """:func:`render_rgba` written to ``path`` as a PNG.
+
+    Parameters
+    ----------
+    geometry : CanvasGeometry
+    path : str or os.PathLike
+    width, height : int, optional
+    **kwargs
+        ``title``, ``legend``, ``grid`` of :func:`render_rgba`.
+
+    Returns
+    -------
+    str
+        The absolute path written.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from anim_signals.posespace import build_pose_space
+    >>> t = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
+    >>> space = build_pose_space(np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t)]), row_size=1)
+    >>> geometry = canvas_geometry(space, fit_space_view(space, 320, 240))
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = render_png(geometry, os.path.join(folder, "space.png"))
+    ...     with open(path, "rb") as f:
+    ...         f.read(4)[1:]
+    b'PNG'
+    """
     return raster.write_png(path, render_rgba(geometry, width, height, **kwargs))

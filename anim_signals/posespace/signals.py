@@ -1,5 +1,7 @@
-"""Time, pose and shape signals of a frame sequence (Cashman & Hormann 2012).
+"""Time, pose and shape signals of a frame sequence.
 
+Cashman and Hormann, "A continuous, editable representation for deforming mesh sequences with
+separate signals for time, pose and shape" (section numbers below refer to it).
 psi = h o g o f maps time to shapes:
 
 * h, the **shape signal** (§2.1, §3.1): an affine subspace of the shape space, PCA of the frames
@@ -24,7 +26,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import bspline
+from ..splines import bspline
 
 __all__ = [
     "PoseSignal",
@@ -43,7 +45,7 @@ __all__ = [
     "stress",
 ]
 
-MIN_FRAMES = 4
+MIN_FRAMES = 4  # the time signal is a cubic B-spline: at least 4 control points, one per frame
 DEGREE = 3
 
 
@@ -72,14 +74,25 @@ def _frames_matrix(z: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class ShapeSignal:
-    """h(x) = h0 + H x."""
+    """The shape signal h(x) = h0 + H x (§2.1).
 
-    h0: np.ndarray  # (d,)
-    H: np.ndarray  # (d, m)
-    orthonormal: bool = True  # PCA columns; example shapes (§4.3) are not orthogonal
+    Attributes
+    ----------
+    h0 : ndarray, shape (d,)
+        Origin of the affine subspace (the mean frame, or the base example shape).
+    H : ndarray, shape (d, m)
+        Spanning vectors.
+    orthonormal : bool
+        H has orthonormal columns (PCA); example shapes (§4.3) are not orthogonal.
+    """
+
+    h0: np.ndarray
+    H: np.ndarray
+    orthonormal: bool = True
 
     @property
     def m(self) -> int:
+        """Dimension of the subspace."""
         return int(self.H.shape[1])
 
     def encode(self, z: np.ndarray) -> np.ndarray:
@@ -91,6 +104,7 @@ class ShapeSignal:
         return sol.T.reshape(*y.shape[:-1], self.m)
 
     def decode(self, x: np.ndarray) -> np.ndarray:
+        """Shapes (..., d) of subspace coordinates (..., m)."""
         return self.h0 + np.asarray(x, dtype=float) @ self.H.T
 
 
@@ -103,8 +117,28 @@ def shape_signal(z: np.ndarray, *, m: int | None = None, tolerance: float | None
                  row_size: int = 3) -> tuple[ShapeSignal, np.ndarray]:
     """PCA shape signal (§3.1): h0 the mean frame, H the first m right singular vectors.
 
-    ``m`` given, or the smallest m whose RMS error per row of ``row_size`` values (a vertex) is at
-    most ``tolerance``, or n - 1 (exact).  Returns the signal and the coordinates X (n, m).
+    Parameters
+    ----------
+    z : ndarray, shape (n, d)
+        Frames as rows (n >= 4): stacked vertex coordinates (d = 3V) or any pose vector.
+    m : int, optional
+        Subspace dimension, 1 .. min(n, d).
+    tolerance : float, optional
+        Without ``m``: the smallest m whose RMS error per row of ``row_size`` values (a vertex)
+        is at most this (in the frames' units). Without either: the rank of the frames (exact).
+    row_size : int
+        Values per row for the error (3: a vertex).
+
+    Returns
+    -------
+    signal : ShapeSignal
+    x : ndarray, shape (n, m)
+        Coordinates of the frames.
+
+    Raises
+    ------
+    ValueError
+        On fewer than 4 frames, NaN / infinite values, a static sequence or ``m`` out of range.
     """
     z = _frames_matrix(z)
     n, d = z.shape
@@ -130,7 +164,29 @@ def shape_signal(z: np.ndarray, *, m: int | None = None, tolerance: float | None
 
 
 def shape_signal_from_examples(q0: np.ndarray, q: np.ndarray, z: np.ndarray) -> tuple[ShapeSignal, np.ndarray]:
-    """Shape signal spanned by example shapes (§4.3): h0 = q0, h_j = q_j - q0; X by normal equations."""
+    """Shape signal spanned by example shapes (§4.3): h0 = q0, h_j = q_j - q0.
+
+    Parameters
+    ----------
+    q0 : ndarray, shape (d,)
+        Base shape.
+    q : ndarray, shape (m, d)
+        Example shapes.
+    z : ndarray, shape (n, d)
+        Frames to express in the examples (n >= 4).
+
+    Returns
+    -------
+    signal : ShapeSignal
+        Not orthonormal.
+    x : ndarray, shape (n, m)
+        Least-squares coordinates of the frames (normal equations).
+
+    Raises
+    ------
+    ValueError
+        On size mismatches or linearly dependent examples.
+    """
     q0 = np.asarray(q0, dtype=float).reshape(-1)
     q = np.atleast_2d(np.asarray(q, dtype=float))
     z = _frames_matrix(z)
@@ -164,14 +220,25 @@ def _tps_basis(p: np.ndarray, sites: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PoseSignal:
-    """g(p) = affine[0] + p @ affine[1:] + sum_j phi(|p - s_j|) weights[j]."""
+    """The pose signal g(p) = affine[0] + p @ affine[1:] + sum_j phi(|p - s_j|) weights[j] (§2.2).
 
-    sites: np.ndarray  # (l, 2)
-    weights: np.ndarray  # (l, m)
-    affine: np.ndarray  # (3, m)
+    phi(r) = r^2 log r, the thin-plate spline kernel.
+
+    Attributes
+    ----------
+    sites : ndarray, shape (l, 2)
+        RBF centres in pose space.
+    weights : ndarray, shape (l, m)
+    affine : ndarray, shape (3, m)
+    """
+
+    sites: np.ndarray
+    weights: np.ndarray
+    affine: np.ndarray
 
     @property
-    def l(self) -> int:  # noqa: E743  (the seed's name)
+    def l(self) -> int:  # noqa: E743  (the paper's name)
+        """Number of sites."""
         return int(self.sites.shape[0])
 
     @property
@@ -180,9 +247,11 @@ class PoseSignal:
         return np.vstack([self.weights, self.affine])
 
     def basis(self, p: np.ndarray) -> np.ndarray:
+        """Basis values (..., l + 3) at pose-space points (..., 2)."""
         return _tps_basis(p, self.sites)
 
     def evaluate(self, p: np.ndarray) -> np.ndarray:
+        """Shape coordinates (..., m) at pose-space points (..., 2)."""
         return self.basis(p) @ self.coefficients
 
 
@@ -191,8 +260,26 @@ def fit_pose_signal(p: np.ndarray, x: np.ndarray, sites: np.ndarray) -> PoseSign
 
     The side conditions sum w_j = 0 and sum s_j w_j^T = 0 (uniqueness, linear precision) are
     eliminated through a basis of their null space (one QR), leaving an n x l least-squares problem
-    (seed §3.2; scipy's RBFInterpolator cannot use fewer centres than points).  With l = n and
+    (§3.2; scipy's RBFInterpolator cannot use fewer centres than points).  With l = n and
     sites = positions this is the interpolating thin-plate spline.  Coincident sites are merged.
+
+    Parameters
+    ----------
+    p : ndarray, shape (n, 2)
+        Pose-space positions of the frames.
+    x : ndarray, shape (n, m)
+        Shape coordinates of the frames.
+    sites : ndarray, shape (l, 2)
+        RBF centres, l >= 3 distinct and not collinear.
+
+    Returns
+    -------
+    PoseSignal
+
+    Raises
+    ------
+    ValueError
+        On fewer than 3 distinct sites, or collinear sites.
     """
     p = np.asarray(p, dtype=float)
     x = np.asarray(x, dtype=float)
@@ -231,11 +318,24 @@ def _unique_rows(a: np.ndarray, tol: float = 1e-6) -> np.ndarray:
 
 
 def greedy_site_order(p: np.ndarray, x: np.ndarray, *, count: int | None = None) -> np.ndarray:
-    """Order in which frames become RBF sites (seed §3.2.2).
+    """Order in which frames become RBF sites (§3.2.2).
 
     The four frames farthest from the best-fit plane of the x_i come first; then, repeatedly, the
-    frame with the largest error of the least-squares fit on the current sites.  Returns the first
-    ``count`` indices (default all n); a prefix of length l gives the sites for that l.
+    frame with the largest error of the least-squares fit on the current sites.
+
+    Parameters
+    ----------
+    p : ndarray, shape (n, 2)
+        Pose-space positions.
+    x : ndarray, shape (n, m)
+        Shape coordinates.
+    count : int, optional
+        Indices to return (default all n).
+
+    Returns
+    -------
+    ndarray of int, shape (count,)
+        Frame indices; a prefix of length l gives the sites for that l.
     """
     p = np.asarray(p, dtype=float)
     x = np.asarray(x, dtype=float)
@@ -284,7 +384,17 @@ def _spread(pts: np.ndarray) -> bool:
 
 
 def stress(p: np.ndarray, x: np.ndarray) -> float:
-    """Seed eq. 6: sum over pairs of (|p_i - p_j| - |x_i - x_j|)^2."""
+    """MDS stress (eq. 6): sum over pairs of (|p_i - p_j| - |x_i - x_j|)^2.
+
+    Parameters
+    ----------
+    p : ndarray, shape (n, 2)
+    x : ndarray, shape (n, m)
+
+    Returns
+    -------
+    float
+    """
     dp = _dist(np.asarray(p, dtype=float), np.asarray(p, dtype=float))
     dx = _dist(np.asarray(x, dtype=float), np.asarray(x, dtype=float))
     return float(np.sum(np.triu(dp - dx, 1) ** 2))
@@ -314,8 +424,30 @@ def mds_positions(x: np.ndarray, *, pins: Mapping[int, ArrayLike] | None = None,
     """2D positions whose distances match the shapes' (stress, eq. 6), user pins kept exactly (§3.2.1).
 
     SMACOF (Guttman transform); with pinned rows C the free rows F solve
-    V_FF P_F = (B(P) P)_F - V_FC P_C, V = n I - 1 1^T, in closed form (Sherman-Morrison).  Starts from
-    ``init`` or from the first two principal coordinates (classical MDS for these distances).
+    V_FF P_F = (B(P) P)_F - V_FC P_C, V = n I - 1 1^T, in closed form (Sherman-Morrison).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, m)
+        Shape coordinates.
+    pins : mapping of int to (float, float), optional
+        Frame index -> fixed pose-space position.
+    init : ndarray, shape (n, 2), optional
+        Start layout (default: the first two principal coordinates, classical MDS).
+    iterations : int
+        SMACOF iterations at most.
+    tol : float
+        Stop when the relative stress decrease falls below this.
+
+    Returns
+    -------
+    ndarray, shape (n, 2)
+
+    Raises
+    ------
+    ValueError
+        On a pin outside the frames, a pin that is not two finite numbers, or two different
+        shapes pinned to the same point.
     """
     x = np.asarray(x, dtype=float)
     n = x.shape[0]
@@ -382,7 +514,17 @@ def _similarity_to(p: np.ndarray, idx: np.ndarray, target: np.ndarray) -> np.nda
 
 
 def centripetal_params(p: np.ndarray) -> np.ndarray:
-    """Parameters in [0, 1] with steps |p_{i+1} - p_i|^(1/2) (Lee's centripetal), strictly increasing."""
+    """Centripetal parameters (Lee): steps |p_{i+1} - p_i|^(1/2), normalised to [0, 1].
+
+    Parameters
+    ----------
+    p : ndarray, shape (n, 2)
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        Strictly increasing (coincident neighbours still get distinct parameters).
+    """
     p = np.asarray(p, dtype=float)
     steps = np.sqrt(np.linalg.norm(np.diff(p, axis=0), axis=1))
     total = float(steps.sum())
@@ -395,11 +537,28 @@ def centripetal_params(p: np.ndarray) -> np.ndarray:
 
 
 def piegl_tiller_knots(params: np.ndarray, k: int) -> np.ndarray:
-    """Clamped cubic knot vector (k + 4 knots) for k control points (Piegl & Tiller §9.4.1).
+    """Clamped cubic knot vector for k control points (Piegl and Tiller, The NURBS Book, §9.4.1).
 
     Interior knots average the parameters so every basis function has data inside its support
     (Schoenberg-Whitney).  k = n + 2: the interior knots are the data parameters themselves, the
-    interpolation configuration of the seed (with natural end conditions fixing the 2 extra degrees).
+    interpolation configuration of Cashman and Hormann (with natural end conditions fixing the 2
+    extra degrees of freedom).
+
+    Parameters
+    ----------
+    params : ndarray, shape (n,)
+        Increasing data parameters.
+    k : int
+        Control points, 4 .. n + 2.
+
+    Returns
+    -------
+    ndarray, shape (k + 4,)
+
+    Raises
+    ------
+    ValueError
+        If ``k`` is out of range.
     """
     t = np.asarray(params, dtype=float)
     n = t.size
@@ -419,15 +578,30 @@ def piegl_tiller_knots(params: np.ndarray, k: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class TimeSignal:
-    """f(time) = spline(rho(time)), rho monotone (PCHIP) from frame numbers to spline parameters."""
+    """The time signal f(time) = spline(rho(time)) (§2.3).
 
-    control: np.ndarray  # (k, 2)
-    knots: np.ndarray  # (k + 4,)
-    params: np.ndarray  # (n,) spline parameter of each frame
-    frames: np.ndarray  # (n,) frame numbers (strictly increasing)
+    rho is monotone (Fritsch-Carlson, scipy's PCHIP) from frame numbers to spline parameters.
+
+    Attributes
+    ----------
+    control : ndarray, shape (k, 2)
+        Control points in pose space.
+    knots : ndarray, shape (k + 4,)
+        Clamped cubic knot vector.
+    params : ndarray, shape (n,)
+        Spline parameter of each frame.
+    frames : ndarray, shape (n,)
+        Frame numbers (strictly increasing).
+    """
+
+    control: np.ndarray
+    knots: np.ndarray
+    params: np.ndarray
+    frames: np.ndarray
 
     @property
     def k(self) -> int:
+        """Number of control points."""
         return int(self.control.shape[0])
 
     @cached_property
@@ -437,15 +611,18 @@ class TimeSignal:
         return PchipInterpolator(self.frames, self.params)
 
     def rho(self, times: np.ndarray) -> np.ndarray:
+        """Spline parameters of frame times (clamped to the frame range), same shape."""
         t = np.clip(np.asarray(times, dtype=float), self.frames[0], self.frames[-1])
         return self._rho(t)
 
     def spline(self, u: np.ndarray) -> np.ndarray:
+        """Pose-space points (..., 2) at spline parameters (...)."""
         u = np.asarray(u, dtype=float)
         flat = bspline.evaluate(self.knots, self.control, u.reshape(-1), DEGREE)
         return flat.reshape(u.shape + (2,))
 
     def evaluate(self, times: np.ndarray) -> np.ndarray:
+        """Pose-space points (..., 2) at frame times (...)."""
         return self.spline(self.rho(times))
 
     def support(self, j: int) -> tuple[float, float]:
@@ -462,7 +639,26 @@ def _end_second_derivative_rows(knots: np.ndarray, k: int) -> np.ndarray:
 
 
 def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> TimeSignal:
-    """Least-squares cubic B-spline through positions p (n, 2) with k control points (§3.3)."""
+    """Least-squares cubic B-spline through pose-space positions with k control points (§3.3).
+
+    Parameters
+    ----------
+    p : ndarray, shape (n, 2)
+        Positions of the frames.
+    k : int
+        Control points, 4 .. n + 2 (above n, natural end conditions take up the spare freedom).
+    frames : ndarray, shape (n,), optional
+        Strictly increasing frame numbers (default ``1 .. n``).
+
+    Returns
+    -------
+    TimeSignal
+
+    Raises
+    ------
+    ValueError
+        On frames not strictly increasing or of the wrong length, or ``k`` out of range.
+    """
     p = np.asarray(p, dtype=float)
     n = p.shape[0]
     frames = np.arange(1.0, n + 1.0) if frames is None else np.asarray(frames, dtype=float)
@@ -490,33 +686,83 @@ def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> 
 
 @dataclass(frozen=True)
 class PoseSpace:
+    """A frame sequence as psi = h o g o f: shape, pose and time signals (:func:`build_pose_space`).
+
+    Immutable: every edit (§4) returns a new PoseSpace; :meth:`to_dict` / :meth:`from_dict`
+    round-trip it through plain arrays.
+
+    Attributes
+    ----------
+    shape : ShapeSignal
+    latent : ndarray, shape (n, m)
+        Shape coordinates x_i of the frames.
+    positions : ndarray, shape (n, 2)
+        Pose-space positions p_i.
+    pose : PoseSignal
+    time : TimeSignal
+    site_order : ndarray of int, shape (n,)
+        Greedy site order; the sites are ``positions[site_order[:l]]``.
+    pins : dict of int to ndarray, shape (2,)
+        Frames pinned to pose-space points.
+    residual : float
+        Sum of squared shape-signal residuals of the frames.
+    row_size : int
+        Values per row (3: a vertex) for per-row errors.
+    site_count : int
+        Prefix of ``site_order`` used (l before merging repeated poses); 0: ``pose.l``.
+    source_frames : ndarray, shape (n,), or None
+        Frame numbers of the reconstructed frames (rows of ``positions``).
+    time_authored : bool
+        The time signal was edited by hand: relayouts (pins) keep it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.linspace(0.0, 2 * np.pi, 24, endpoint=False)
+    >>> z = np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t), 0.5 * np.sin(3 * t)])  # 24 frames
+    >>> space = build_pose_space(z, row_size=1)
+    >>> space.n, space.m, space.l, space.k  # the interpolating case: exact at every frame
+    (24, 4, 24, 26)
+    >>> bool(np.allclose(space.evaluate(space.frames), z))
+    True
+    >>> space.resample(np.linspace(1.0, 24.0, 47)).shape  # half speed
+    (47, 4)
+    >>> small = build_pose_space(z, row_size=1, tolerance=0.05)
+    >>> bool(small.reconstruction_error(z)["rms"] <= 0.05), small.k < space.k
+    (True, True)
+    """
+
     shape: ShapeSignal
-    latent: np.ndarray  # (n, m) shape coordinates x_i of the frames
-    positions: np.ndarray  # (n, 2) pose-space positions p_i
+    latent: np.ndarray
+    positions: np.ndarray
     pose: PoseSignal
     time: TimeSignal
-    site_order: np.ndarray  # (n,) greedy order; the sites are positions[site_order[:l]]
+    site_order: np.ndarray
     pins: dict[int, np.ndarray] = field(default_factory=dict)
-    residual: float = 0.0  # sum of squared shape-signal residuals of the frames (orthonormal h)
+    residual: float = 0.0
     row_size: int = 3
-    site_count: int = 0  # prefix of site_order used (l before merging repeated poses); 0: pose.l
-    source_frames: np.ndarray | None = None  # frame numbers of the reconstructed frames (positions' rows)
-    time_authored: bool = False  # the time signal was edited by hand: relayouts (pins) keep it
+    site_count: int = 0
+    source_frames: np.ndarray | None = None
+    time_authored: bool = False
 
     @property
     def n(self) -> int:
+        """Reconstructed frames."""
         return int(self.positions.shape[0])
 
     @property
     def k(self) -> int:
+        """Time-signal control points."""
         return self.time.k
 
     @property
-    def l(self) -> int:  # noqa: E743  (the seed's name)
+    def l(self) -> int:  # noqa: E743  (the paper's name)
+        """Pose-signal sites."""
         return self.pose.l
 
     @property
     def m(self) -> int:
+        """Shape-subspace dimension."""
         return self.shape.m
 
     @property
@@ -549,17 +795,32 @@ class PoseSpace:
         return self.at(self.time.evaluate(times))
 
     def latent_error(self) -> np.ndarray:
-        """Per-frame squared error of g(f(i)) against x_i (the part of eq. 2 inside the subspace)."""
+        """Per-frame squared error (n,) of g(f(i)) against x_i (the part of eq. 2 inside the subspace).
+
+        Raises
+        ------
+        ValueError
+            When the time signal was edited (the frames are no longer the reconstructed ones).
+        """
         if self.time_edited:
             raise ValueError("the time signal was edited (new frames): the reconstruction error refers to the "
                              "original frames and is not defined for the edited sequence")
         return np.sum((self.latent - self.weights_at(self.time.evaluate(self.frames))) ** 2, axis=1)
 
     def reconstruction_error(self, z: np.ndarray | None = None) -> dict[str, float]:
-        """Seed eq. 2 as RMS and max error per row (vertex) over the frames.
+        """Reconstruction error (eq. 2) as RMS and max error per row (vertex) over the frames.
 
-        Without ``z`` the error is computed from the stored residual of h and the latent error
-        (exact for PCA shape signals, whose H is orthonormal).
+        Parameters
+        ----------
+        z : ndarray, shape (n, d), optional
+            The original frames. Without them the RMS is computed from the stored residual of h
+            and the latent error (exact for PCA shape signals, whose H is orthonormal) and the
+            max is NaN.
+
+        Returns
+        -------
+        dict
+            ``{'rms': float, 'max': float}`` in the frames' units.
         """
         d = self.shape.h0.size
         rows = max(1, d // max(1, self.row_size))
@@ -571,7 +832,7 @@ class PoseSpace:
         total = self.residual + float(self.latent_error().sum())
         return {"rms": float(np.sqrt(total / (self.n * rows))), "max": float("nan")}
 
-    # -- edits (seed §4): every edit returns a new PoseSpace ----------------------------------
+    # -- edits (§4): every edit returns a new PoseSpace ----------------------------------------
 
     def with_control_point(self, j: int, xy: Sequence[float]) -> PoseSpace:
         """Move time-signal control point j (§4.1): frames outside its support are unchanged."""
@@ -588,6 +849,7 @@ class PoseSpace:
         return self._relayout(mds_positions(self.latent, pins=merged, init=self.positions), merged)
 
     def without_pins(self) -> PoseSpace:
+        """All pins removed: MDS re-solved from the current layout, g and f refitted."""
         return self._relayout(mds_positions(self.latent, init=self.positions), {})
 
     def _relayout(self, positions: np.ndarray, pins: dict[int, np.ndarray]) -> PoseSpace:
@@ -693,6 +955,7 @@ class PoseSpace:
     # -- serialisation -------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, np.ndarray | float | int | bool]:
+        """Plain arrays and scalars (for ID properties or ``np.savez``); :meth:`from_dict` inverts it."""
         pins = np.array([[i, *v] for i, v in sorted(self.pins.items())], dtype=float).reshape(-1, 3)
         return {
             "h0": self.shape.h0, "H": self.shape.H, "orthonormal": bool(self.shape.orthonormal),
@@ -706,6 +969,8 @@ class PoseSpace:
 
     @classmethod
     def from_dict(cls, d: Mapping) -> PoseSpace:
+        """The PoseSpace of a :meth:`to_dict` mapping (missing optional keys take their defaults)."""
+
         def arr(name, ndim):
             a = np.asarray(d[name], dtype=float)
             return a.reshape((-1,) + a.shape[1:]) if ndim == 1 else a
@@ -763,7 +1028,7 @@ def build_pose_space(
     *,
     frames: np.ndarray | None = None,
     m: int | None = None,
-    l: int | None = None,  # noqa: E741  (the seed's name)
+    l: int | None = None,  # noqa: E741  (the paper's name)
     k: int | None = None,
     tolerance: float | None = None,
     pins: Mapping[int, ArrayLike] | None = None,
@@ -771,15 +1036,46 @@ def build_pose_space(
     shape: tuple[ShapeSignal, np.ndarray] | None = None,
     positions: np.ndarray | None = None,
 ) -> PoseSpace:
-    """Reconstruct psi from frames (seed §3).
+    """Reconstruct psi = h o g o f from frames (Cashman and Hormann, §3).
 
     k, l, m are given, or chosen from one ``tolerance`` (RMS error per row of ``row_size`` values,
     e.g. per vertex in scene units): m keeps the shape error within tolerance/sqrt(3), l the
     shape + pose error within tolerance*sqrt(2/3), k the total within tolerance.  Without either,
-    the interpolation case k - 2 = l = m + 1 = n reproduces every frame exactly.  ``shape`` supplies
-    a ready shape signal and coordinates (e.g. :func:`shape_signal_from_examples`); ``positions``
-    places the frames in pose space by hand instead of MDS (seed §4.4: example poses laid out by the
-    user, a sequence then sketched through them with :meth:`PoseSpace.with_stroke`).
+    the interpolation case k - 2 = l = m + 1 = n reproduces every frame exactly.
+
+    Parameters
+    ----------
+    z : ndarray, shape (n, d)
+        Frames as rows, n >= 4 (stacked vertex coordinates, or an armature's pose vectors).
+    frames : ndarray, shape (n,), optional
+        Frame numbers (default ``1 .. n``).
+    m : int, optional
+        Shape-subspace dimension.
+    l : int, optional
+        Pose-signal sites, 3 .. n.
+    k : int, optional
+        Time-signal control points, 4 .. n + 2.
+    tolerance : float, optional
+        RMS error per row that chooses the missing m, l, k.
+    pins : mapping of int to (float, float), optional
+        Frames pinned to pose-space points.
+    row_size : int
+        Values per row (3: a vertex; 1: each value on its own).
+    shape : (ShapeSignal, ndarray of shape (n, m)), optional
+        A ready shape signal and coordinates (e.g. :func:`shape_signal_from_examples`).
+    positions : ndarray, shape (n, 2), optional
+        Pose-space positions laid out by hand instead of MDS (§4.4: example poses laid out by the
+        user, a sequence then sketched through them with :meth:`PoseSpace.with_stroke`).
+
+    Returns
+    -------
+    PoseSpace
+
+    Raises
+    ------
+    ValueError
+        On fewer than 4 frames, NaN / infinite values, a static sequence, collinear or
+        malformed ``positions``, bad pins, or m, l, k out of range.
     """
     z = _frames_matrix(z)
     n, d = z.shape

@@ -2,7 +2,7 @@
 
 A cubic B-spline written as Bezier keys puts every handle at a third of its segment: one key
 carries a value and a slope. A Blender key can do more: the two handle lengths of a segment
-are free, which lets one segment ease in and out over a long stretch. `prune_keys` uses that
+are free, which lets one segment ease in and out over a long stretch. :func:`prune_keys` uses that
 freedom after the spline fit: it removes a key whenever one segment with re-chosen handle
 lengths (the slopes of the neighbouring keys kept, so the curve stays smooth) still keeps every
 original sample within tolerance.
@@ -35,11 +35,27 @@ def segment_values(
     b: np.ndarray,
     frames: np.ndarray,
 ) -> np.ndarray:
-    """Values (len(a), len(frames)) of the segment for each handle-length pair (a, b) in frames.
+    """Values of one Bezier segment for many handle-length pairs, at given frames.
 
     Handles: (x0 + a, y0 + a*slope0) and (x1 - b, y1 - b*slope1). x(t) is monotone for
     a, b >= 0, a + b <= x1 - x0, so x(t) = frame is solved by bisection like Blender's root
     finder would (to ~1e-7 of the segment).
+
+    Parameters
+    ----------
+    x0, y0, x1, y1 : float
+        The segment's keys (frame, value).
+    slope0, slope1 : float
+        Slopes (value per frame) of the right handle of key 0 and the left handle of key 1.
+    a, b : ndarray, shape (P,)
+        Handle x-extents in frames, one pair per candidate.
+    frames : ndarray, shape (F,)
+        Frames in [x0, x1] to evaluate at.
+
+    Returns
+    -------
+    ndarray, shape (P, F)
+        Values of each candidate segment at each frame.
     """
     a = np.asarray(a, dtype=float)[:, None]
     b = np.asarray(b, dtype=float)[:, None]
@@ -92,10 +108,26 @@ def _slopes(curve: BezierCurve) -> np.ndarray:
 
 
 def prune_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: float) -> BezierCurve:
-    """Remove keys while one free-handle segment keeps every sample within tol.
+    """Remove keys while one free-handle segment keeps every sample within tolerance.
 
     Only ALIGNED (smooth) keys are candidates and their neighbours keep their slopes, so the
     curve stays C1 where it was. Greedy: always the removal with the smallest worst error.
+
+    Parameters
+    ----------
+    curve : BezierCurve
+        Keys to prune (their samples must be within ``tol`` to begin with).
+    frames : ndarray, shape (N,)
+        Original sample frames.
+    values : ndarray, shape (N,)
+        Original samples, in the channel's units.
+    tol : float
+        Max abs error allowed at every sample, in the channel's units.
+
+    Returns
+    -------
+    BezierCurve
+        The kept keys, with re-chosen handle lengths next to every removed key.
     """
     n = curve.n_keys
     if n <= 2:
@@ -139,7 +171,29 @@ def prune_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol: 
 
 
 def hermite_keys(frames: np.ndarray, values: np.ndarray, slopes: np.ndarray) -> BezierCurve:
-    """Keys with given values and slopes, handles at a third of each neighbouring segment."""
+    """Keys with given values and slopes, handles at a third of each neighbouring segment.
+
+    Parameters
+    ----------
+    frames : ndarray, shape (K,)
+        Strictly increasing key frames.
+    values : ndarray, shape (K,)
+        Key values.
+    slopes : ndarray, shape (K,)
+        Slopes (value per frame) at the keys.
+
+    Returns
+    -------
+    BezierCurve
+        K ALIGNED keys: each segment is the cubic Hermite interpolant of its two keys.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> keys = hermite_keys(np.array([0.0, 3.0]), np.array([0.0, 3.0]), np.array([1.0, 1.0]))
+    >>> keys.handle_right[0].tolist(), keys.evaluate([1.5]).tolist()
+    ([1.0, 1.0], [1.5])
+    """
     frames = np.asarray(frames, dtype=float)
     values = np.asarray(values, dtype=float)
     slopes = np.asarray(slopes, dtype=float)
@@ -179,6 +233,22 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
     A new key takes the sample's value and the curve's slope there, so only its two
     neighbouring segments change; the worst case is a key on every sample (exact). Needs
     thirds handles (a spline's keys); smooth keys keep their slopes.
+
+    Parameters
+    ----------
+    curve : BezierCurve
+        Keys with handles at a third of each segment.
+    frames : ndarray, shape (N,)
+        Original sample frames.
+    values : ndarray, shape (N,)
+        Original samples, in the channel's units.
+    tol : float
+        Max abs error allowed at every sample, in the channel's units.
+
+    Returns
+    -------
+    BezierCurve
+        ``curve`` itself when every sample is within ``tol``, otherwise the repaired keys.
     """
     frames = np.asarray(frames, dtype=float)
     values = np.asarray(values, dtype=float)

@@ -3,7 +3,8 @@ least-squares control points, evaluation with derivatives, and exact conversion 
 Blender-style cubic Bezier keys.
 
 Everything is vectorised over a *population* axis S so that CMA-ES can score all its
-candidate knot vectors in one call (the seed's step 2-3, without a per-candidate lstsq).
+candidate knot vectors in one call (steps 2-3 of Mukai, "Latent Nonuniform Splines for
+Animation Approximation", §3, without a per-candidate lstsq).
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from scipy import linalg, sparse
 
 __all__ = [
     "BezierCurve",
+    "banded_cholesky_solve",
     "basis_batch",
     "clamped_knots",
+    "constant_curve",
     "derivative_spline",
     "design_matrix",
     "evaluate",
     "evaluate_batch",
+    "find_spans",
     "knot_jumps",
     "lsq_batch",
     "lsq_control_points",
@@ -31,7 +35,26 @@ __all__ = [
 
 
 def clamped_knots(internal: np.ndarray, start: float, end: float, degree: int) -> np.ndarray:
-    """Full knot vector: ends repeated degree+1 times so the spline interpolates its end points."""
+    """Full knot vector: ends repeated degree+1 times so the spline interpolates its end points.
+
+    Parameters
+    ----------
+    internal : ndarray, shape (n_int,) or (S, n_int)
+        Internal knots (non-decreasing), one row per knot vector.
+    start, end : float
+        The spline's domain.
+    degree : int
+        Polynomial degree D.
+
+    Returns
+    -------
+    ndarray, shape (n_int + 2(D + 1),) or (S, n_int + 2(D + 1))
+
+    Examples
+    --------
+    >>> clamped_knots([0.5], 0.0, 1.0, 2).tolist()
+    [0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 1.0]
+    """
     internal = np.asarray(internal, dtype=float)
     pad = degree + 1
     if internal.ndim == 1:
@@ -43,10 +66,24 @@ def clamped_knots(internal: np.ndarray, start: float, end: float, degree: int) -
 def find_spans(
     knots: np.ndarray, x: np.ndarray, degree: int, n_ctrl: np.ndarray | None = None
 ) -> np.ndarray:
-    """Span index i with t_i <= x < t_{i+1} for each row of knots (S, nk) and each x (N,).
+    """Span index i with t_i <= x < t_{i+1} for each row of knots and each x.
 
-    n_ctrl (S,) gives each row's real control-point count when rows are padded with phantom
-    knots past the end (see pad_knot_vectors); the end sample then stays in the last real span.
+    Parameters
+    ----------
+    knots : ndarray, shape (S, nk)
+        Clamped knot vectors.
+    x : ndarray, shape (N,)
+        Parameter values.
+    degree : int
+        Polynomial degree D.
+    n_ctrl : ndarray of int, shape (S,), optional
+        Each row's real control-point count when rows are padded with phantom knots past the
+        end (see :func:`pad_knot_vectors`); the end sample then stays in the last real span.
+
+    Returns
+    -------
+    ndarray of int, shape (S, N)
+        Span indices, clipped to [D, n_ctrl - 1].
     """
     s_count, nk = knots.shape
     if n_ctrl is None:
@@ -67,11 +104,28 @@ def basis_batch(
     spans: np.ndarray | None = None,
     n_ctrl: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Non-zero basis values of many knot vectors: (spans (S, N), values (S, N, D+1)).
+    """Non-zero basis values of many knot vectors (Cox-de Boor, Piegl and Tiller, The NURBS
+    Book, algorithm A2.2).
 
-    values[s, n, r] is B_{span-D+r, D}(x_n) for knot vector s (Cox-de Boor, NURBS Book A2.2).
-    A span may be given explicitly to evaluate a polynomial piece outside its interval
-    (one-sided derivatives at knots).
+    Parameters
+    ----------
+    knots : ndarray, shape (S, nk) or (nk,)
+        Clamped knot vectors.
+    x : ndarray, shape (N,)
+        Parameter values.
+    degree : int
+        Polynomial degree D.
+    spans : ndarray of int, shape (S, N), optional
+        Spans to evaluate, to evaluate a polynomial piece outside its interval (one-sided
+        derivatives at knots); found from ``x`` by default.
+    n_ctrl : ndarray of int, shape (S,), optional
+        Real control-point counts of padded rows (:func:`pad_knot_vectors`).
+
+    Returns
+    -------
+    spans : ndarray of int, shape (S, N)
+    values : ndarray, shape (S, N, D + 1)
+        ``values[s, n, r]`` is B_{span-D+r, D}(x_n) for knot vector s.
     """
     knots = np.atleast_2d(np.asarray(knots, dtype=float))
     x = np.asarray(x, dtype=float)
@@ -103,7 +157,22 @@ def basis_batch(
 
 
 def design_matrix(knots: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
-    """Dense (N, K) collocation matrix of one knot vector (for tests and small problems)."""
+    """Dense collocation matrix of one knot vector (for tests and small problems).
+
+    Parameters
+    ----------
+    knots : ndarray, shape (K + D + 1,)
+        Clamped knot vector.
+    x : ndarray, shape (N,)
+        Parameter values.
+    degree : int
+        Polynomial degree D.
+
+    Returns
+    -------
+    ndarray, shape (N, K)
+        ``B[n, k]`` = B_k(x_n); rows sum to 1.
+    """
     knots = np.asarray(knots, dtype=float)
     n_ctrl = knots.size - degree - 1
     spans, vals = basis_batch(knots[None], x, degree)
@@ -158,9 +227,21 @@ def _normal_equations(
 
 
 def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve many SPD banded systems at once: band (S, K, w) upper band, rhs (S, K, L).
+    """Solve many symmetric positive definite banded systems at once.
 
     O(S K w^2): linear in K, so long clips with many knots stay cheap.
+
+    Parameters
+    ----------
+    band : ndarray, shape (S, K, w)
+        Upper band: ``band[s, i, d] = A_s[i, i + d]``.
+    rhs : ndarray, shape (S, K, L)
+        Right-hand sides.
+
+    Returns
+    -------
+    ndarray, shape (S, K, L)
+        Solutions of ``A_s c = rhs[s]``.
     """
     s_count, n_ctrl, width = band.shape
     if n_ctrl <= 48:
@@ -218,11 +299,25 @@ def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 def pad_knot_vectors(internal: Sequence[np.ndarray], degree: int, multiplicity: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Clamped knot vectors on [0, 1] of different lengths as one (S, nk) array.
+    """Clamped knot vectors on [0, 1] of different lengths as one array.
 
     Shorter rows get phantom knots past 1; their basis functions touch no sample, so their
-    control points solve to 0 and the real part is exactly the unpadded fit. Returns the
-    knots and each row's real control-point count.
+    control points solve to 0 and the real part is exactly the unpadded fit.
+
+    Parameters
+    ----------
+    internal : sequence of ndarray
+        S internal knot vectors in (0, 1), any lengths.
+    degree : int
+        Polynomial degree D.
+    multiplicity : int
+        Every internal knot repeated this often.
+
+    Returns
+    -------
+    knots : ndarray, shape (S, nk)
+    n_ctrl : ndarray of int, shape (S,)
+        Each row's real control-point count.
     """
     sizes_in = {np.shape(k)[-1] for k in internal}
     if len(sizes_in) == 1:  # common case (one CMA-ES population): no padding, no Python loop
@@ -249,12 +344,33 @@ def lsq_batch(
     return_fit: bool = True,
     n_ctrl: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
-    """Least-squares control points for S knot vectors at once.
+    """Least-squares control points for S knot vectors at once (banded normal equations).
 
-    data is (N, L) shared by every candidate, or (S, N, L) one per candidate. n_ctrl: real
-    control-point counts of padded rows (pad_knot_vectors).
-    Returns (control_points (S, K, L), fitted values (S, N, L) or None, SSE (S,)).
-    A tiny ridge keeps the normal equations solvable when a candidate has an empty span.
+    Parameters
+    ----------
+    knots : ndarray, shape (S, nk)
+        Clamped knot vectors.
+    x : ndarray, shape (N,)
+        Sorted sample parameters.
+    data : ndarray, shape (N, L), (N,) or (S, N, L)
+        Samples, shared by every candidate or one set per candidate.
+    degree : int
+        Polynomial degree D.
+    ridge : float
+        Relative Tikhonov term: keeps the normal equations solvable when a candidate has an
+        empty span.
+    return_fit : bool
+        Also return the fitted values (else only the SSE from the normal equations).
+    n_ctrl : ndarray of int, shape (S,), optional
+        Real control-point counts of padded rows (:func:`pad_knot_vectors`).
+
+    Returns
+    -------
+    control_points : ndarray, shape (S, K, L)
+    fit : ndarray, shape (S, N, L), or None
+        Fitted values (None without ``return_fit``).
+    sse : ndarray, shape (S,)
+        Sum of squared residuals per candidate.
     """
     knots = np.atleast_2d(np.asarray(knots, dtype=float))
     data = np.asarray(data, dtype=float)
@@ -285,19 +401,56 @@ def _gather_eval(ctrl: np.ndarray, spans: np.ndarray, vals: np.ndarray, degree: 
 
 
 def lsq_control_points(knots: np.ndarray, x: np.ndarray, data: np.ndarray, degree: int) -> np.ndarray:
-    """Least-squares control points (K, L) of one knot vector."""
+    """Least-squares control points of one knot vector.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (nk,)
+    x : ndarray, shape (N,)
+    data : ndarray, shape (N, L) or (N,)
+    degree : int
+
+    Returns
+    -------
+    ndarray, shape (K, L)
+    """
     ctrl, _, _ = lsq_batch(np.asarray(knots)[None], x, data, degree, return_fit=False)
     return ctrl[0]
 
 
 def evaluate_batch(knots: np.ndarray, ctrl: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
-    """Values (S, N, L) of S splines."""
+    """Values of S splines.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (S, nk)
+    ctrl : ndarray, shape (S, K, L)
+    x : ndarray, shape (N,)
+        Parameter values inside the knot range.
+    degree : int
+
+    Returns
+    -------
+    ndarray, shape (S, N, L)
+    """
     spans, vals = basis_batch(knots, x, degree)
     return _gather_eval(ctrl, spans, vals, degree)
 
 
 def derivative_spline(knots: np.ndarray, ctrl: np.ndarray, degree: int) -> tuple[np.ndarray, np.ndarray]:
-    """Knots and control points of the derivative spline (degree - 1)."""
+    """Knots and control points of the derivative spline (degree D - 1).
+
+    Parameters
+    ----------
+    knots : ndarray, shape (K + D + 1,)
+    ctrl : ndarray, shape (K, L)
+    degree : int
+
+    Returns
+    -------
+    knots : ndarray, shape (K + D - 1,)
+    ctrl : ndarray, shape (K - 1, L)
+    """
     knots = np.asarray(knots, dtype=float)
     ctrl = np.asarray(ctrl, dtype=float)
     denom = knots[degree + 1 : degree + 1 + ctrl.shape[0] - 1] - knots[1 : ctrl.shape[0]]
@@ -310,7 +463,29 @@ def derivative_spline(knots: np.ndarray, ctrl: np.ndarray, degree: int) -> tuple
 def evaluate(
     knots: np.ndarray, ctrl: np.ndarray, x: np.ndarray, degree: int, derivative: int = 0
 ) -> np.ndarray:
-    """Values (N, L) of one spline, or of its derivative; x is clamped to the knot range."""
+    """Values of one spline, or of its derivative.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (K + D + 1,)
+    ctrl : ndarray, shape (K, L) or (K,)
+    x : array_like, shape (N,)
+        Parameter values, clamped to the knot range.
+    degree : int
+    derivative : int
+        Order of the derivative (0: values).
+
+    Returns
+    -------
+    ndarray, shape (N, L), or (N,) for 1-D ``ctrl``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> knots = clamped_knots([], 0.0, 2.0, 1)
+    >>> evaluate(knots, np.array([1.0, 3.0]), [0.0, 1.0, 5.0], 1).tolist()
+    [1.0, 2.0, 3.0]
+    """
     knots = np.asarray(knots, dtype=float)
     ctrl = np.asarray(ctrl, dtype=float)
     squeeze = ctrl.ndim == 1
@@ -339,6 +514,21 @@ def knot_jumps(knots: np.ndarray, ctrl: np.ndarray, degree: int, order: int, bre
 
     A small jump times the local span length to that power means the knot can go (the
     classic knot-removal criterion): used to pick which removals are worth a full fit.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (K + D + 1,)
+    ctrl : ndarray, shape (K, L)
+    degree : int
+    order : int
+        Derivative order, at most D.
+    breaks : ndarray, shape (B,)
+        Distinct internal knots.
+
+    Returns
+    -------
+    ndarray, shape (B,)
+        Max over columns of |right limit - left limit| of the derivative.
     """
     knots = np.asarray(knots, dtype=float)
     ctrl = np.asarray(ctrl, dtype=float)
@@ -354,7 +544,17 @@ def knot_jumps(knots: np.ndarray, ctrl: np.ndarray, degree: int, order: int, bre
 
 @dataclass(frozen=True)
 class BezierCurve:
-    """One F-curve's keys as Blender stores them: every array has one row per key."""
+    """One F-curve's keys as Blender stores them: every array has one row per key.
+
+    Attributes
+    ----------
+    co : ndarray, shape (k, 2)
+        Keys (frame, value).
+    handle_left, handle_right : ndarray, shape (k, 2)
+        Handle positions (frame, value).
+    handle_type : ndarray of str, shape (k,)
+        ``'FREE'`` or ``'ALIGNED'``.
+    """
 
     co: np.ndarray  # (k, 2) frame, value
     handle_left: np.ndarray  # (k, 2)
@@ -363,10 +563,20 @@ class BezierCurve:
 
     @property
     def n_keys(self) -> int:
+        """Number of keys, k."""
         return int(self.co.shape[0])
 
     def evaluate(self, frames: np.ndarray) -> np.ndarray:
-        """Evaluate like Blender: per segment solve x(t) = frame, then y(t); constant outside."""
+        """Evaluate like Blender: per segment solve x(t) = frame, then y(t); constant outside.
+
+        Parameters
+        ----------
+        frames : array_like, shape (N,)
+
+        Returns
+        -------
+        ndarray, shape (N,)
+        """
         frames = np.atleast_1d(np.asarray(frames, dtype=float))
         xs, ys = self.co[:, 0], self.co[:, 1]
         if xs.size == 1:
@@ -407,7 +617,18 @@ class BezierCurve:
 
 
 def constant_curve(frame: float, value: float) -> BezierCurve:
-    """A single key holding a constant value."""
+    """A single key holding a constant value.
+
+    Parameters
+    ----------
+    frame : float
+    value : float
+
+    Returns
+    -------
+    BezierCurve
+        One FREE key with handles one frame to each side.
+    """
     co = np.array([[frame, value]], dtype=float)
     return BezierCurve(co, co - [1.0, 0.0], co + [1.0, 0.0], np.array(["FREE"]))
 
@@ -418,6 +639,24 @@ def spline_to_bezier(knots: np.ndarray, ctrl: np.ndarray, degree: int) -> list[B
     Handles sit at 1/3 of each neighbouring segment, so Blender's x(t) is linear and the
     segment reproduces the polynomial piece exactly (see BLENDER_FACTS.md). Keys where the
     one-sided slopes agree get ALIGNED handles, corners (C0 knots) FREE ones.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (K + D + 1,)
+        Clamped knot vector, in frames.
+    ctrl : ndarray, shape (K, L) or (K,)
+        Control points, one column per channel.
+    degree : {0, 1, 2, 3}
+
+    Returns
+    -------
+    list of BezierCurve
+        L curves with one key per distinct knot.
+
+    Raises
+    ------
+    ValueError
+        If ``degree`` > 3.
     """
     if degree > 3:
         raise ValueError("Blender Bezier segments are cubic: degree must be 1, 2 or 3")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from anim_signals.elastic import blend
+from anim_signals.manifolds.elastic import blend
 
 
 def _walk(n: int, period: float, phase: float, speed: float, amp: float = 1.0) -> np.ndarray:
@@ -48,7 +48,7 @@ def test_open_blend_end_weights():
 
 
 def test_select_travel_keeps_forward_motion_not_sway():
-    from anim_signals.loop import select_travel
+    from anim_signals.manifolds.loop import select_travel
 
     t = np.arange(80, dtype=float)
     forward = 0.05 * t + 0.01 * np.sin(t)  # walks on
@@ -60,7 +60,7 @@ def test_select_travel_keeps_forward_motion_not_sway():
 
 
 def test_silhouette_closed_form_and_automatic_cut():
-    from anim_signals.elastic import cluster, silhouette
+    from anim_signals.manifolds.elastic import cluster, silhouette
 
     # points on a line: 0, 1 | 10, 11 -> a = 1, b = mean distance to the other pair
     x = np.array([0.0, 1.0, 10.0, 11.0])

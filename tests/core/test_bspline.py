@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.interpolate import BSpline
 
-from anim_signals import bspline as bs
+from anim_signals.splines import bspline as bs
 
 
 @pytest.fixture

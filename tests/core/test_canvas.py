@@ -1,4 +1,4 @@
-"""Pose-space canvas geometry (anim_signals.canvas): view, fit, picking, strokes, colours, rendering.
+"""Pose-space canvas geometry (anim_signals.posespace.canvas): view, fit, picking, strokes, colours, rendering.
 
 Written against the "Canvas geometry" contract in docs/pose_space.md.  Pixels are region pixels with
 y up (Blender POST_PIXEL); rendered images have row 0 at the top.
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from anim_signals import canvas
-from anim_signals.canvas import (
+from anim_signals.posespace import canvas
+from anim_signals.posespace.canvas import (
     Hit,
     View,
     canvas_geometry,
@@ -484,8 +484,8 @@ def test_real_pose_space_renders():
 
 def test_geometry_after_a_time_edit_draws_the_new_curve_and_the_old_frames():
     """After a sketch the time signal has other frames than the reconstructed frames: both are drawn."""
-    from anim_signals import canvas as cv
     from anim_signals import posespace as ps
+    from anim_signals.posespace import canvas as cv
 
     rng = np.random.default_rng(5)
     z = np.cumsum(rng.normal(size=(12, 9)), axis=0)

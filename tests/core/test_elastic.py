@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from anim_signals.elastic import (
+from anim_signals.manifolds.elastic import (
     align,
     blend,
     cluster,

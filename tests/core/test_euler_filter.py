@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from anim_signals.channels import EULER_ORDERS, euler_filter
-from anim_signals.motion import to_motion_curve
+from anim_signals.manifolds.clips import to_motion_curve
 
 
 def _matrices(xyz: np.ndarray, order: str) -> np.ndarray:

@@ -183,7 +183,7 @@ def test_free_handle_pruning_keeps_tolerance_and_removes_keys():
 
 
 def test_bezier_evaluation_of_free_handles_matches_parametric_curve():
-    from anim_signals.bezier import segment_values
+    from anim_signals.splines.bezier import segment_values
 
     t = np.linspace(0, 1, 7)
     x0, x1, y0, y1, s0, s1, a, b = 2.0, 10.0, 1.0, -3.0, 0.5, -1.0, 1.0, 5.0
@@ -213,7 +213,7 @@ def test_runs_when_the_working_directory_is_gone(tmp_path, monkeypatch):
 
 
 def test_repair_keys_only_where_the_curve_misses():
-    from anim_signals.bezier import repair_keys
+    from anim_signals.splines.bezier import repair_keys
 
     frames = np.arange(100.0)
     values = np.sin(frames / 15.0)
@@ -227,7 +227,7 @@ def test_repair_keys_only_where_the_curve_misses():
 
 def test_repair_never_adds_a_key_next_to_an_existing_one():
     """A key a hair away from another collapses onto it in Blender's float32 frames."""
-    from anim_signals.bezier import hermite_keys, repair_keys
+    from anim_signals.splines.bezier import hermite_keys, repair_keys
 
     frames = np.arange(20.0)
     values = np.zeros(20)

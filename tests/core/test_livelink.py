@@ -1,4 +1,4 @@
-"""Live Link Face CSV reading / writing / resampling and the generated ARKit face (anim_signals.livelink)."""
+"""Live Link Face CSV reading / writing / resampling and the generated ARKit face (anim_signals.motiondb.livelink)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim_signals import livelink as ll
+from anim_signals.motiondb import livelink as ll
 
 FACIAL = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "facial").resolve()
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from anim_signals.loop import crossfade_loop, find_cycle, make_loop, median_frame_change, seam_jump
+from anim_signals.manifolds.loop import crossfade_loop, find_cycle, make_loop, median_frame_change, seam_jump
 
 
 def ref_seam(c, travel=()):

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim_signals.meshcache import read_mdd, read_pc2, write_mdd, write_pc2
+from anim_signals.meshio.meshcache import read_mdd, read_pc2, write_mdd, write_pc2
 
 HORSE = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mesh" / "horse_gallop" / "horse_gallop.pc2"
 

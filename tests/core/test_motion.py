@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from anim_signals.motion import (
+from anim_signals.manifolds.clips import (
     EULER,
     LOCATION,
     QUATERNION,

@@ -1,4 +1,4 @@
-"""Raster canvas, bitmap text, dendrogram image and the pure-zlib PNG writer (anim_signals.raster)."""
+"""Raster canvas, bitmap text, dendrogram image and the pure-zlib PNG writer (anim_signals.imaging.raster)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from anim_signals import raster
+from anim_signals.imaging import raster
 
 
 def decode_png(data: bytes) -> np.ndarray:

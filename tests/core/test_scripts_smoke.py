@@ -307,7 +307,7 @@ def _tiny_obj_and_pc2(folder):
     """A 6 x 4 grid bending over 12 frames, as an OBJ and a PC2 cache (generated; no shared data)."""
     import numpy as np
 
-    from anim_signals.meshcache import write_pc2
+    from anim_signals.meshio.meshcache import write_pc2
 
     u, v = np.meshgrid(np.linspace(0, 1, 6), np.linspace(0, 1, 4))
     base = np.column_stack([u.ravel(), v.ravel(), np.zeros(u.size)])
@@ -384,7 +384,7 @@ def test_db_cli_build_and_reconstruct(tmp_path):
     """db-build from generated Live Link Face CSVs, then reconstruct one of them (eyes dropped)."""
     import numpy as np
 
-    from anim_signals import livelink
+    from anim_signals.motiondb import livelink
 
     for i in range(3):
         w = livelink.generated_expressions(90, seed=i, fps=30.0)

@@ -1,4 +1,4 @@
-"""Skeleton-independent body features (anim_signals.skeleton): canonical joints and invariances."""
+"""Skeleton-independent body features (anim_signals.manifolds.skeleton): canonical joints and invariances."""
 
 from __future__ import annotations
 
@@ -7,8 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from anim_signals import skeleton
-from anim_signals.skeleton import REQUIRED, body_features, canonical_joints, feature_names, split_side
+from anim_signals.manifolds import skeleton
+from anim_signals.manifolds.skeleton import (
+    REQUIRED,
+    body_features,
+    canonical_joints,
+    feature_names,
+    split_side,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "mocap"
 

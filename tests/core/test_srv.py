@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from anim_signals.srv import closure_gap, normalise, project_closed, srv, srv_inverse, srv_length
+from anim_signals.manifolds.srv import closure_gap, normalise, project_closed, srv, srv_inverse, srv_length
 
 # --------------------------------------------------------------------------------------------------
 # slow references (plain loops over the intervals of the polyline)
