@@ -12,9 +12,12 @@ One subpackage per tool, plus the channel conventions every tool shares:
                    sequences with separate signals for time, pose and shape")
 ``motiondb``       Motion database: k-NN and the online lazy neighbourhood graph (Richert,
                    "Animation Database for real-time motion reconstruction"), Live Link Face CSV
+``transfer``       Deformation transfer between meshes: by example poses (Cashman and
+                   Hormann §4.3) or by marker correspondence (Sumner and Popović,
+                   "Deformation Transfer for Triangle Meshes")
 ``meshio``         Mesh caches (PC2 / MDD point caches)
 ``imaging``        Raster drawing and PNG writing (dendrograms, canvas snapshots)
-``channels``       Euler unwrapping, quaternion continuity, finite checks
+``channels``       Channel kinds, Euler / quaternion continuity, units by kind, finite checks
 =================  ==========================================================================
 
 Usable from any Python (the Blender console, a pipeline script, a notebook)::
@@ -74,6 +77,7 @@ __all__ = [
     "motiondb",
     "posespace",
     "splines",
+    "transfer",
     # flat modules of earlier releases that this package exported (aliases, see _MOVED)
     "bspline",
     "elastic",
@@ -101,7 +105,7 @@ _MOVED: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # the same table for the type checker, which cannot run the import hook
-    from . import imaging, manifolds, meshio, motiondb, posespace
+    from . import imaging, manifolds, meshio, motiondb, posespace, transfer
     from .imaging import raster as raster
     from .manifolds import clips as motion
     from .manifolds import elastic as elastic
@@ -116,7 +120,7 @@ if TYPE_CHECKING:  # the same table for the type checker, which cannot run the i
     from .splines import fitting as fit
 
 # Imported on first attribute access rather than with the package.
-_LAZY_SUBPACKAGES = frozenset({"imaging", "manifolds", "meshio", "motiondb", "posespace"})
+_LAZY_SUBPACKAGES = frozenset({"imaging", "manifolds", "meshio", "motiondb", "posespace", "transfer"})
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

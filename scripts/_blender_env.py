@@ -6,8 +6,8 @@ user's own Blender configuration.
 
 Works both inside a Blender binary (``blender --background --python ...``) and with the ``bpy``
 module from a virtual environment. Everything here reads Blender data independently of the
-extension's own bridge module, so the benchmark's measurements do not depend on the code they
-measure.
+extension's own data layer (``operators/blender_data``), so the benchmarks' measurements do not
+depend on the code they measure.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -251,19 +253,31 @@ def tolerance_vector(kinds, rot_deg=0.5, loc=0.01, other=0.01):
     return np.asarray(tol)
 
 
-def errors_by_kind(orig, approx, kinds):
-    """Max abs error per channel kind: rotation in degrees, the rest in native units."""
+def _error_by_kind(orig, approx, kinds, reduce) -> dict[str, float]:
     import numpy as np
 
-    err = np.abs(np.asarray(approx) - np.asarray(orig))
-    out = {}
+    err = np.asarray(approx, float) - np.asarray(orig, float)
     kinds = np.asarray(kinds)
+    out = {}
     for k in ("rotation", "quaternion", "location", "other"):
         sel = kinds == k
         if sel.any():
-            e = float(err[:, sel].max())
-            out[k] = e * DEG if k == "rotation" else e
+            out[k] = float(reduce(err[:, sel]) * (DEG if k == "rotation" else 1.0))
     return out
+
+
+def errors_by_kind(orig, approx, kinds) -> dict[str, float]:
+    """Max abs error per channel kind: rotation in degrees, the rest in native units."""
+    import numpy as np
+
+    return _error_by_kind(orig, approx, kinds, lambda e: np.abs(e).max())
+
+
+def rms_by_kind(orig, approx, kinds) -> dict[str, float]:
+    """RMS error per channel kind: rotation in degrees, the rest in native units."""
+    import numpy as np
+
+    return _error_by_kind(orig, approx, kinds, lambda e: np.sqrt(np.mean(e**2)))
 
 
 def distortion(orig, approx) -> float:
@@ -300,38 +314,83 @@ def copy_action_with_values(ob, frames, values, name="dense_copy"):
     return act
 
 
+def assign_action(ob, act) -> None:
+    """Make ``act`` the object's action (4.4+: its first slot when Blender picked none)."""
+    ad = ob.animation_data
+    ad.action = act
+    if hasattr(ad, "action_slot") and len(getattr(act, "slots", ())) and ad.action_slot is None:
+        ad.action_slot = act.slots[0]
+
+
+@contextmanager
+def playing(ob, action):
+    """``action`` assigned to ``ob`` inside the block (None: the object's own); then the previous
+    action and slot again."""
+    ad = ob.animation_data
+    old_action, old_slot = ad.action, getattr(ad, "action_slot", None)
+    if action is None or action == old_action:
+        yield
+        return
+    assign_action(ob, action)
+    try:
+        yield
+    finally:
+        ad.action = old_action
+        if old_slot is not None:
+            ad.action_slot = old_slot
+
+
+@contextmanager
+def visiting_frames() -> Iterator:
+    """Go to other frames of the scene and back.
+
+    Yields ``go_to(frame) -> depsgraph``: sets the scene frame (a fractional frame as its subframe)
+    and returns the evaluated depsgraph there. Leaving the block, also by an exception, sets the
+    frame and subframe current on entry again. (The extension has its own; the scripts do not use
+    the code they measure.)
+    """
+    import bpy
+
+    scene = bpy.context.scene
+    frame0, sub0 = scene.frame_current, scene.frame_subframe
+
+    def go_to(frame):
+        whole = math.floor(frame)
+        scene.frame_set(int(whole), subframe=float(frame) - whole)
+        return bpy.context.evaluated_depsgraph_get()
+
+    try:
+        yield go_to
+    finally:
+        scene.frame_set(frame0, subframe=sub0)
+
+
+def spread_frames(frames, max_frames: int):
+    """At most ``max_frames`` of ``frames``, evenly spread, first and last included."""
+    import numpy as np
+
+    frames = np.asarray(frames)
+    if len(frames) <= max_frames:
+        return frames
+    return frames[np.unique(np.linspace(0, len(frames) - 1, max_frames).round().astype(int))]
+
+
 def bone_world_positions(ob, frames, action=None):
     """World-space head and tail positions of every pose bone at ``frames`` -> (F, B*2, 3).
 
     Evaluated through the depsgraph (``scene.frame_set``) with ``action`` assigned temporarily.
     """
-    import bpy
     import numpy as np
 
-    ad = ob.animation_data
-    old_action, old_slot = ad.action, getattr(ad, "action_slot", None)
-    if action is not None and action != old_action:
-        ad.action = action
-        if hasattr(ad, "action_slot") and len(getattr(action, "slots", ())):
-            ad.action_slot = action.slots[0]
-    sc = bpy.context.scene
-    cur = sc.frame_current
     bones = list(ob.pose.bones)
     out = np.empty((len(frames), 2 * len(bones), 3))
-    try:
+    with visiting_frames() as go_to, playing(ob, action):
         for i, f in enumerate(frames):
-            fi = int(math.floor(f))
-            sc.frame_set(fi, subframe=float(f - fi))
+            go_to(f)
             mw = ob.matrix_world
             for b, pb in enumerate(bones):
                 out[i, 2 * b] = mw @ pb.head
                 out[i, 2 * b + 1] = mw @ pb.tail
-    finally:
-        if action is not None and action != old_action:
-            ad.action = old_action
-            if old_slot is not None:
-                ad.action_slot = old_slot
-        sc.frame_set(cur)
     return out
 
 
@@ -339,10 +398,7 @@ def world_error_cm(ob, frames, action_a, action_b, max_frames=200) -> float:
     """Max distance (cm, assuming metres as scene units) between bone heads/tails under two actions."""
     import numpy as np
 
-    frames = np.asarray(frames)
-    if len(frames) > max_frames:
-        idx = np.unique(np.linspace(0, len(frames) - 1, max_frames).round().astype(int))
-        frames = frames[idx]
+    frames = spread_frames(frames, max_frames)
     pa = bone_world_positions(ob, frames, action_a)
     pb = bone_world_positions(ob, frames, action_b)
     scale = 100.0 * bpy_unit_scale()
@@ -440,23 +496,17 @@ def armature_hierarchy(ob) -> tuple[list[str], list[int]]:
 
 def joint_heads(ob, frames):
     """World-space pose bone heads at whole ``frames`` -> (F, B, 3), through the depsgraph."""
-    import bpy
     import numpy as np
 
-    sc = bpy.context.scene
-    cur = sc.frame_current
     n = len(ob.pose.bones)
     out = np.empty((len(frames), n, 3))
     buf = np.empty(3 * n, dtype=np.float32)
-    try:
+    with visiting_frames() as go_to:
         for i, f in enumerate(frames):
-            sc.frame_set(int(f))
-            ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            ob_eval = ob.evaluated_get(go_to(int(f)))
             ob_eval.pose.bones.foreach_get("head", buf)
             mw = np.array(ob_eval.matrix_world, dtype=np.float64)
             out[i] = buf.reshape(n, 3).astype(np.float64) @ mw[:3, :3].T + mw[:3, 3]
-    finally:
-        sc.frame_set(cur)
     return out
 
 

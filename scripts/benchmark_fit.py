@@ -21,14 +21,17 @@ Methods, per clip, on the same data in one run:
   same number of distinct knots as ours LATENT (1D: ours AUTO), channels scaled by their tolerance.
 
 All errors are measured by this script, independently of the code under test: Bezier-key methods through
-Blender's own ``fcurve.evaluate`` at every original frame, B-spline models by their ``evaluate``.
+Blender's own ``fcurve.evaluate`` at every original frame, B-spline models by their ``evaluate``. The
+peers are in ``benchmarking/fit_peers.py``, the clip and its result rows in ``benchmarking/fit_measure.py``,
+what the four benchmarks share to report in ``benchmarking/report.py``; this file runs ours, drives each
+clip and writes the tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import math
 import os
 import platform
 import statistics
@@ -38,21 +41,29 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
-
-bpy = be.import_bpy()
-be.add_core_to_path()
-
 import numpy as np  # noqa: E402
+from benchmarking import report  # noqa: E402
+from benchmarking.fit_measure import (  # noqa: E402
+    BEZIER_FLOATS,
+    CORE_ERROR,
+    Clip,
+    anim_signals,
+    bpy,
+    fit_input,
+    measure,
+    na_row,
+)
+from benchmarking.fit_peers import (  # noqa: E402
+    decimate_peer,
+    decimate_peer_1d,
+    scipy_peer,
+    seed_method_row,
+    spline_row,
+    uniform_peer,
+)
 
-try:
-    import anim_signals  # noqa: E402
-    from anim_signals import channels as as_channels  # noqa: E402
-except Exception as ex:  # pragma: no cover - reported in the output
-    anim_signals = None
-    as_channels = None
-    CORE_ERROR = repr(ex)
-else:
-    CORE_ERROR = ""
+log = report.log
+fmt = functools.partial(report.fmt, digits_from_one=4)
 
 DATA_DIR = be.REPO_ROOT.parent / "shared" / "data" / "mocap"
 QUICK_CLIPS = ("angry_13_000", "depressed_18_000")
@@ -61,7 +72,9 @@ GOAL_KEYS_RATIO = 0.7
 GOAL_ED_RATIO = 0.6
 GOAL_1D_MS = 19.0
 GOAL_CLIP_S = 5.0
-BEZIER_FLOATS = 6  # co + two handles
+TOLERANCE_METHODS = ("ours LATENT", "ours PER_CHANNEL", "ours AUTO", "Blender Decimate",
+                     "Decimate, margin per F-curve")  # rows marked ✗ when a frame is outside the tolerance
+SEED_SETUP = dict(internal_knots=4, population=100, max_iterations=12)  # the seed's 1D timing setup
 
 
 # --------------------------------------------------------------------------------------------------
@@ -89,327 +102,12 @@ def generated_curve(name: str):
 
 
 # --------------------------------------------------------------------------------------------------
-# measurement
-
-
-class Clip:
-    """One benchmark input: dense samples, channel kinds, tolerances and (for Blender data) the object."""
-
-    def __init__(self, name, frames, values, kinds, tol, ob=None, action=None, is_armature=False):
-        self.name = name
-        self.frames = np.asarray(frames, float)
-        self.values = np.asarray(values, float)
-        self.kinds = list(kinds)
-        self.tol = np.asarray(tol, float)
-        self.ob = ob
-        self.action = action
-        self.is_armature = is_armature
-        self.world_frames = None
-        self.world_ref = None
-
-    @property
-    def shape(self):
-        return self.values.shape
-
-
-def measure(clip: Clip, approx, *, method, keys, floats, seconds, action=None, note="", args=None):
-    """A result row: E_D, RMS and max error by kind (rotation in degrees), world cm for armatures."""
-    approx = np.asarray(approx, float)
-    err = approx - clip.values
-    kinds = np.asarray(clip.kinds)
-    row = {
-        "clip": clip.name,
-        "method": method,
-        "keys": int(keys) if keys is not None else None,
-        "floats": int(floats) if floats is not None else None,
-        "E_D": be.distortion(clip.values, approx),
-        "rms": {},
-        "max_error": {},
-        "within_tolerance": bool(np.all(np.abs(err) <= clip.tol * (1 + 1e-3) + 1e-5)),
-        "world_cm": None,
-        "seconds": seconds,
-        "note": note,
-    }
-    for k in ("rotation", "quaternion", "location", "other"):
-        sel = kinds == k
-        if sel.any():
-            scale = be.DEG if k == "rotation" else 1.0
-            row["rms"][k] = float(np.sqrt(np.mean(err[:, sel] ** 2)) * scale)
-            row["max_error"][k] = float(np.abs(err[:, sel]).max() * scale)
-    if clip.is_armature and clip.ob is not None and args is not None and not args.no_world:
-        if action is None:
-            action = be.copy_action_with_values(clip.ob, clip.frames, approx, name=f"bench_{method}")
-            tmp = action
-        else:
-            tmp = None
-        pos = be.bone_world_positions(clip.ob, clip.world_frames, action)
-        row["world_cm"] = float(np.linalg.norm(pos - clip.world_ref, axis=-1).max() * 100.0 * be.bpy_unit_scale())
-        if tmp is not None:
-            bpy.data.actions.remove(tmp)
-    return row
-
-
-def na_row(clip, method, note):
-    return {"clip": clip.name, "method": method, "keys": None, "floats": None, "E_D": None, "rms": {},
-            "max_error": {}, "within_tolerance": None, "world_cm": None, "seconds": None, "note": note}
-
-
-# --------------------------------------------------------------------------------------------------
-# peers
-
-
-def assign_action(ob, act):
-    ad = ob.animation_data
-    ad.action = act
-    if hasattr(ad, "action_slot") and len(getattr(act, "slots", ())) and ad.action_slot is None:
-        ad.action_slot = act.slots[0]
-
-
-def _decimate(override, margin):
-    with bpy.context.temp_override(**override):
-        res = bpy.ops.graph.decimate('EXEC_DEFAULT', mode='ERROR', remove_error_margin=float(margin))
-    if 'FINISHED' not in res:
-        raise RuntimeError(f"graph.decimate returned {res}")
-
-
-def _select_cols(fcs, cols):
-    cols = set(int(c) for c in cols)
-    for j, fc in enumerate(fcs):
-        n = len(fc.keyframe_points)
-        sel = j in cols
-        fc.select = sel
-        fc.hide = False
-        for attr in ("select_control_point", "select_left_handle", "select_right_handle"):
-            fc.keyframe_points.foreach_set(attr, [sel] * n)
-
-
-def _decimate_copy(clip, override, margin_cols, name):
-    """A decimated copy of the original action: for each (margin, columns), those curves' keys at that margin.
-    Returns (action, seconds spent in graph.decimate)."""
-    act = clip.action.copy()
-    act.name = name
-    assign_action(clip.ob, act)
-    fcs = be.action_fcurves(clip.ob)
-    secs = 0.0
-    for m, cols in margin_cols:
-        if m > 0 and len(cols):
-            _select_cols(fcs, cols)
-            t0 = time.perf_counter()
-            _decimate(override, m)
-            secs += time.perf_counter() - t0
-    return act, fcs, secs
-
-
-def decimate_peer(clip: Clip, args):
-    """Graph Editor Decimate with its margin searched per channel kind until every frame is in tolerance.
-
-    Returns two rows: one margin per channel kind (what an animator does: select the rotation curves,
-    decimate; then the location curves), and the best margin per F-curve among the same trials plus a few
-    larger ones (a stronger, oracle-like Decimate: each curve decimated as far as its own tolerance allows).
-    """
-    ob, orig = clip.ob, clip.action
-    be.set_active(ob)
-    override = be.graph_editor_override()
-    kinds = np.asarray(clip.kinds)
-    margins, search, per_curve = {}, {}, {}
-    t_search = time.perf_counter()
-    for group in [k for k in ("rotation", "location", "quaternion", "other") if (kinds == k).any()]:
-        cols = np.flatnonzero(kinds == group)
-        tol = clip.tol[cols]
-        results = []  # (margin, per-curve ok (len cols), per-curve keys)
-
-        def trial(m, cols=cols, tol=tol, results=results):
-            act, fcs, _ = _decimate_copy(clip, override, [(m, cols)], "bench_trial")
-            try:
-                sub = [fcs[j] for j in cols]
-                approx = be.sample_fcurves(sub, clip.frames)
-                ok_c = np.all(np.abs(approx - clip.values[:, cols]) <= tol, axis=0)
-                keys_c = np.array([len(fc.keyframe_points) for fc in sub])
-                results.append((m, ok_c, keys_c))
-                return bool(ok_c.all()), int(keys_c.sum())
-            finally:
-                assign_action(ob, orig)
-                bpy.data.actions.remove(act)
-
-        trials = []
-        best = (0.0, None)  # margin 0: every key kept (always within tolerance)
-        lo, hi = 0.0, None
-        m = float(np.min(tol))
-        budget = args.decimate_steps
-        while budget > 0:
-            ok, nk = trial(m)
-            trials.append((m, ok, nk))
-            budget -= 1
-            if ok:
-                lo = m
-                if best[1] is None or nk <= best[1]:
-                    best = (m, nk)
-            else:
-                hi = m
-            if hi is None:
-                m = m * 2.0
-            elif lo == 0.0:
-                m = m / 2.0
-            else:
-                m = math.sqrt(lo * hi)
-        margins[group] = best[0]
-        search[group] = trials
-        # per-curve oracle: a few larger margins for curves that tolerate more
-        base = best[0] if best[0] > 0 else float(np.min(tol))
-        for f in (2.0, 4.0, 8.0, 16.0):
-            if not any(abs(r[0] - base * f) < 1e-12 for r in results):
-                trial(base * f)
-        n_all = np.array([len(fc.keyframe_points) for fc in (be.action_fcurves(ob, orig)[j] for j in cols)])
-        choice = np.zeros(len(cols))
-        chosen_keys = n_all.copy()
-        for m_r, ok_c, keys_c in results:
-            better = ok_c & ((keys_c < chosen_keys) | ((keys_c == chosen_keys) & (m_r > choice)))
-            choice[better] = m_r
-            chosen_keys[better] = keys_c[better]
-        per_curve[group] = (cols, choice)
-    search_s = time.perf_counter() - t_search
-
-    rows = []
-    # one margin per channel kind (timed: one run at the found margins)
-    plan = [(m, np.flatnonzero(kinds == g)) for g, m in margins.items()]
-    act, fcs, secs = _decimate_copy(clip, override, plan, f"{orig.name}_decimated")
-    approx = be.sample_fcurves(fcs, clip.frames)
-    keys = be.count_keys(fcs)
-    assign_action(ob, orig)
-    note = "margin per kind: " + ", ".join(f"{g} {m:.4g}" for g, m in margins.items())
-    row = measure(clip, approx, method="Blender Decimate", keys=keys, floats=keys * BEZIER_FLOATS,
-                  seconds=secs, action=act, note=note, args=args)
-    row["decimate_search"] = {"seconds": search_s, "trials": search, "margins": margins}
-    bpy.data.actions.remove(act)
-    rows.append(row)
-    # best margin per F-curve
-    plan = []
-    for cols, choice in per_curve.values():
-        for m in np.unique(choice):
-            plan.append((float(m), cols[choice == m]))
-    act, fcs, secs = _decimate_copy(clip, override, plan, f"{orig.name}_decimated_per_curve")
-    approx = be.sample_fcurves(fcs, clip.frames)
-    keys = be.count_keys(fcs)
-    assign_action(ob, orig)
-    n_m = len({m for m, _ in plan})
-    row = measure(clip, approx, method="Decimate, margin per F-curve", keys=keys, floats=keys * BEZIER_FLOATS,
-                  seconds=secs, action=act, args=args,
-                  note=f"best of the searched margins for each curve ({n_m} distinct margins)")
-    bpy.data.actions.remove(act)
-    rows.append(row)
-    return rows
-
-
-def decimate_peer_1d(clip: Clip, args):
-    """Decimate on an Empty whose location.x holds the 1D curve, one LINEAR key per frame."""
-    ob = bpy.data.objects.new(f"bench_{clip.name}", None)
-    bpy.context.scene.collection.objects.link(ob)
-    ob.animation_data_create()
-    ob.location.x = float(clip.values[0, 0])
-    ob.keyframe_insert("location", index=0, frame=float(clip.frames[0]))
-    fc = be.action_fcurves(ob)[0]
-    kps = fc.keyframe_points
-    kps.clear()
-    n = len(clip.frames)
-    kps.add(n)
-    kps.foreach_set("co", np.column_stack([clip.frames, clip.values[:, 0]]).astype(np.float32).ravel())
-    for kp in kps:
-        kp.interpolation = 'LINEAR'
-    fc.update()
-    clip.ob, clip.action = ob, ob.animation_data.action
-    return decimate_peer(clip, args)
-
-
-def uniform_peer(clip: Clip, internal_knots: int, args):
-    if anim_signals is None:
-        return na_row(clip, "uniform B-spline", "core not importable")
-    values = fit_input(clip)
-    t0 = time.perf_counter()
-    model = anim_signals.fit_uniform_spline(values, clip.frames, internal_knots=int(internal_knots))
-    secs = time.perf_counter() - t0
-    approx = model.evaluate(clip.frames)
-    n_ctrl = model.control_points.shape[0]
-    return measure(clip, approx, method="uniform B-spline", keys=model.n_keys * clip.shape[1],
-                   floats=n_ctrl * clip.shape[1], seconds=secs,
-                   note=f"{internal_knots} internal knots (= ours LATENT's control points)", args=args)
-
-
-S_TINY = 1e-9  # make_splprep refuses s=0 with nest: a negligible s lets nest cap the knot count
-
-
-def seed_method_row(clip: Clip, internal_knots: int, args):
-    """The seed's method as published: RMS-optimal shared knots (CMA-ES) with a fixed knot count."""
-    if anim_signals is None:
-        return na_row(clip, "seed method (RMS knots)", "core not importable")
-    values = fit_input(clip)
-    t0 = time.perf_counter()
-    model = anim_signals.fit_latent_spline(values, clip.frames, internal_knots=int(internal_knots), seed=0)
-    secs = time.perf_counter() - t0
-    n_ctrl = model.control_points.shape[0]
-    return measure(clip, model.evaluate(clip.frames), method="seed method (RMS knots)",
-                   keys=model.n_keys * clip.shape[1], floats=n_ctrl * clip.shape[1] + int(internal_knots),
-                   seconds=secs, note=f"fit_latent_spline(internal_knots={internal_knots}), "
-                   f"{model.n_components} PCs, {model.iterations} CMA iterations", args=args)
-
-
-def scipy_peer(clip: Clip, n_distinct: int, args):
-    """FITPACK's adaptive knots (``make_splrep`` / ``make_splprep`` with a negligible ``s`` and ``nest``
-    capping the knot vector) with ``n_distinct`` distinct knots, channels scaled by their tolerance;
-    control points then by least squares on those knots (``make_lsq_spline``), FITPACK's best fit."""
-    import warnings
-
-    from scipy.interpolate import make_lsq_spline, make_splprep, make_splrep
-
-    values = fit_input(clip)
-    scale = clip.tol
-    mean = values.mean(axis=0)
-    y = (values - mean) / scale
-    k = 3
-    one_d = clip.shape[1] == 1
-    name = "scipy make_splrep" if one_d else "scipy make_splprep"
-    target = max(int(n_distinct), 2)
-    nest = target + 2 * k
-    t0 = time.perf_counter()
-    knots = None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for _ in range(30):
-            if one_d:
-                spl = make_splrep(clip.frames, y[:, 0], k=k, s=S_TINY, nest=max(nest, 2 * k + 2))
-            else:
-                spl, _u = make_splprep([y[:, j] for j in range(y.shape[1])], u=clip.frames, k=k, s=S_TINY,
-                                       nest=max(nest, 2 * k + 2))
-            knots = spl.t
-            got = np.unique(knots).size
-            if got <= target or nest <= 2 * k + 2:
-                break
-            nest -= got - target
-        lsq = make_lsq_spline(clip.frames, y, knots, k=k)
-    secs = time.perf_counter() - t0
-    approx = np.asarray(lsq(clip.frames)).reshape(len(clip.frames), -1) * scale + mean
-    distinct = np.unique(knots).size
-    n_ctrl = len(knots) - k - 1
-    return measure(clip, approx, method=name, keys=distinct * clip.shape[1],
-                   floats=n_ctrl * clip.shape[1] + max(len(knots) - 2 * (k + 1), 0), seconds=secs,
-                   note=f"{distinct} distinct knots (target {target}), LSQ on FITPACK's knots", args=args)
-
-
-def fit_input(clip: Clip):
-    """Values as the core sees them: Euler angles unwrapped (no 2*pi jumps)."""
-    values = clip.values.copy()
-    rot = np.flatnonzero(np.asarray(clip.kinds) == "rotation")
-    if rot.size and as_channels is not None:
-        values[:, rot] = as_channels.unwrap_angles(values[:, rot])
-    return values
-
-
-# --------------------------------------------------------------------------------------------------
 # ours
 
 
 def ours_operator(clip: Clip, mode: str, args):
     ob, orig = clip.ob, clip.action
-    assign_action(ob, orig)
+    be.assign_action(ob, orig)
     ctx = be.object_override(ob)
     t0 = time.perf_counter()
     with bpy.context.temp_override(**ctx):
@@ -418,7 +116,7 @@ def ours_operator(clip: Clip, mode: str, args):
             max_error_other=args.other, keep_original=True, seed=0, **continuity_kw(args, operator=True))
     secs = time.perf_counter() - t0
     if 'FINISHED' not in res:
-        assign_action(ob, orig)
+        be.assign_action(ob, orig)
         return na_row(clip, f"ours {mode}", f"operator returned {res}"), None
     fitted = ob.animation_data.action
     fcs = be.action_fcurves(ob)
@@ -427,12 +125,12 @@ def ours_operator(clip: Clip, mode: str, args):
     orig_keys = [be.channel_key(fc) for fc in be.action_fcurves(ob, orig)]
     sub = [by_key.get(k) for k in orig_keys]
     if any(fc is None for fc in sub):
-        assign_action(ob, orig)
+        be.assign_action(ob, orig)
         return na_row(clip, f"ours {mode}", "fitted action lacks some F-curves"), None
     approx = be.sample_fcurves(sub, clip.frames)
     counts = [len(fc.keyframe_points) for fc in sub]
     keys = sum(counts)
-    assign_action(ob, orig)
+    be.assign_action(ob, orig)
     row = measure(clip, approx, method=f"ours {mode}", keys=keys, floats=keys * BEZIER_FLOATS,
                   seconds=secs, action=fitted, note="operator", args=args)
     if fitted is not orig and fitted is not None:
@@ -514,11 +212,8 @@ def run_clip_bvh(path: Path, args, use_operator: bool):
     clip = Clip(path.stem, frames, values, kinds, tol, ob=ob, action=ob.animation_data.action,
                 is_armature=ob.type == 'ARMATURE')
     if clip.is_armature and not args.no_world:
-        wf = frames
-        if len(wf) > args.world_frames:
-            wf = frames[np.unique(np.linspace(0, len(frames) - 1, args.world_frames).round().astype(int))]
-        clip.world_frames = wf
-        clip.world_ref = be.bone_world_positions(ob, wf, clip.action)
+        clip.world_frames = be.spread_frames(frames, args.world_frames)
+        clip.world_ref = be.bone_world_positions(ob, clip.world_frames, clip.action)
     rows = []
     original_keys = be.count_keys(fcs)
     rows.append(measure(clip, values, method="original", keys=original_keys,
@@ -569,18 +264,12 @@ def run_clip_1d(name: str, args):
         auto_keys = int(np.sum(counts_by_mode["AUTO"]))
         rows.append(scipy_peer(clip, auto_keys, args))
     # the seed's own setup: 4 internal knots, population 100, 12 iterations vs uniform 4 knots
-    if anim_signals is not None:
-        t0 = time.perf_counter()
-        model = anim_signals.fit_latent_spline(y[:, None], frames, internal_knots=4, population=100,
-                                               max_iterations=12, seed=0)
-        secs = time.perf_counter() - t0
-        r = measure(clip, model.evaluate(frames), method="ours latent, seed setup (4 IK)", keys=model.n_keys,
-                    floats=model.control_points.size + 4, seconds=secs,
-                    note="fit_latent_spline(internal_knots=4, population=100, max_iterations=12)")
-        rows.append(r)
-        u = anim_signals.fit_uniform_spline(y[:, None], frames, internal_knots=4)
-        rows.append(measure(clip, u.evaluate(frames), method="uniform B-spline (4 IK)", keys=u.n_keys,
-                            floats=u.control_points.size, seconds=None, note="seed comparison"))
+    rows.append(spline_row(clip, "ours latent, seed setup (4 IK)",
+                           lambda v, f: anim_signals.fit_latent_spline(v, f, **SEED_SETUP, seed=0), knots_stored=4,
+                           describe=lambda _m: "fit_latent_spline(internal_knots=4, population=100, max_iterations=12)"))
+    rows.append(spline_row(clip, "uniform B-spline (4 IK)",
+                           lambda v, f: anim_signals.fit_uniform_spline(v, f, internal_knots=4), knots_stored=0,
+                           describe=lambda _m: "seed comparison"))
     return clip, rows
 
 
@@ -593,14 +282,9 @@ def anchor_1d(args):
     if anim_signals is None:
         return out
     for name in ("cliff", "big_spike", "smooth_peak"):
-        frames, y = generated_curve(name)
-        anim_signals.fit_latent_spline(y[:, None], internal_knots=4, population=100, max_iterations=12)  # warm-up
-        times = []
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            anim_signals.fit_latent_spline(y[:, None], internal_knots=4, population=100, max_iterations=12)
-            times.append((time.perf_counter() - t0) * 1000.0)
-        out[name] = {"median_ms": statistics.median(times), "runs_ms": times}
+        _frames, y = generated_curve(name)
+        median, runs, _ = report.timed(lambda y=y: anim_signals.fit_latent_spline(y[:, None], **SEED_SETUP), args.repeats)
+        out[name] = {"median_ms": median * 1000.0, "runs_ms": [r * 1000.0 for r in runs]}
     return out
 
 
@@ -628,7 +312,7 @@ def anchor_clip(args, use_operator: bool):
     if use_operator and ob is not None:
         orig = ob.animation_data.action
         for mode in ("LATENT", "AUTO") if not args.quick else ("LATENT",):
-            assign_action(ob, orig)
+            be.assign_action(ob, orig)
             with bpy.context.temp_override(**be.object_override(ob)):
                 t0 = time.perf_counter()
                 r = bpy.ops.anim_signals.fit_latent_spline(channels='ALL', mode=mode, max_error_rotation=args.rot,
@@ -658,18 +342,6 @@ def synthetic_clip(n, m):
 # report
 
 
-def fmt(v, nd=3):
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        if v == 0:
-            return "0"
-        if abs(v) >= 1000:
-            return f"{v:.0f}"
-        return f"{v:.{nd}g}" if abs(v) < 1 else f"{v:.{nd + 1}g}"
-    return str(v)
-
-
 def fmt_kind(d):
     if not d:
         return "—"
@@ -697,51 +369,53 @@ def markdown(results, anchors, args, meta):
                  "Seconds: fit time (Decimate: one run at the found margins, search excluded). "
                  "✗ = some frame outside tolerance.")
     lines.append("")
-    lines.append("| clip | frames × ch | method | keys | floats | E_D | RMS | max error | world cm | s | notes |")
-    lines.append("|---|---|---|---:|---:|---:|---|---|---:|---:|---|")
-    for clip_name, shape, rows in results:
-        for r in rows:
-            checked = r["method"] in ("ours LATENT", "ours PER_CHANNEL", "ours AUTO", "Blender Decimate",
-                                      "Decimate, margin per F-curve")
-            tick = " ✗" if checked and r["within_tolerance"] is False else ""
-            lines.append(
-                f"| {clip_name} | {shape[0]}×{shape[1]} | {r['method']} | {fmt(r['keys'])} | {fmt(r['floats'])} | "
-                f"{fmt(r['E_D'])} | {fmt_kind(r['rms'])} | {fmt_kind(r['max_error'])}{tick} | "
-                f"{fmt(r['world_cm'])} | {fmt(r['seconds'])} | {r['note']} |")
+    cells = ((clip_name, f"{shape[0]}×{shape[1]}", r["method"], fmt(r["keys"]), fmt(r["floats"]), fmt(r["E_D"]),
+              fmt_kind(r["rms"]), fmt_kind(r["max_error"]) + outside_tolerance_mark(r), fmt(r["world_cm"]),
+              fmt(r["seconds"]), r["note"])
+             for clip_name, shape, rows in results for r in rows)
+    lines += report.table(("clip", "frames × ch", "method", "keys", "floats", "E_D", "RMS", "max error", "world cm",
+                           "s", "notes"), "lllrrrllrrl", cells)
     lines.append("")
     lines += summary_lines(results, anchors)
     return "\n".join(lines) + "\n"
 
 
+def outside_tolerance_mark(row) -> str:
+    """The mark after the max error of a tolerance-driven method that leaves some frame outside: " ✗"."""
+    return " ✗" if row["method"] in TOLERANCE_METHODS and row["within_tolerance"] is False else ""
+
+
+def goal_row(clip_name, rows):
+    """(cells of the goals table, keys ratio ours AUTO / Decimate, E_D ratio seed method / uniform)."""
+    by = {r["method"]: r for r in rows}
+    a = by.get("ours AUTO", {}).get("keys")
+    d = by.get("Blender Decimate", {}).get("keys")
+    dp = by.get("Decimate, margin per F-curve", {}).get("keys")
+    eu = by.get("uniform B-spline", {}).get("E_D")
+    es = by.get("seed method (RMS knots)", {}).get("E_D")
+    eu_same_knots = eu
+    if es is None:  # 1D curves: the seed's own setup, 4 internal knots vs uniform 4
+        es = by.get("ours latent, seed setup (4 IK)", {}).get("E_D")
+        eu_same_knots = by.get("uniform B-spline (4 IK)", {}).get("E_D")
+    el = by.get("ours LATENT", {}).get("E_D")
+    k = a / d if a and d else None
+    e = es / eu_same_knots if es is not None and eu_same_knots else None
+    cells = (clip_name, fmt(a), fmt(d), fmt(k) + (" ✓" if k is not None and k <= GOAL_KEYS_RATIO else ""), fmt(dp),
+             fmt(a / dp if a and dp else None), fmt(es), fmt(eu_same_knots),
+             fmt(e) + (" ✓" if e is not None and e <= GOAL_ED_RATIO else ""),
+             fmt(el / eu if el is not None and eu else None))
+    return cells, k, e
+
+
 def summary_lines(results, anchors):
+    goals = [goal_row(clip_name, rows) for clip_name, _shape, rows in results]
+    kr = [k for _, k, _ in goals if k is not None]
+    er = [e for _, _, e in goals if e is not None]
     lines = ["## Goals", ""]
-    lines.append("| clip | ours AUTO keys | Decimate keys | keys ratio (goal ≤ 0.7) | Decimate per-curve keys | ratio | "
-                 "E_D seed method | E_D uniform | E_D ratio (goal ≤ 0.6) | E_D ours LATENT (tolerance) / uniform |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    kr, er = [], []
-    for clip_name, _shape, rows in results:
-        by = {r["method"]: r for r in rows}
-        a = by.get("ours AUTO", {}).get("keys")
-        d = by.get("Blender Decimate", {}).get("keys")
-        dp = by.get("Decimate, margin per F-curve", {}).get("keys")
-        kp = a / dp if a and dp else None
-        eu = by.get("uniform B-spline", {}).get("E_D")
-        es = by.get("seed method (RMS knots)", {}).get("E_D")
-        if es is None:  # 1D curves: the seed's own setup, 4 internal knots vs uniform 4
-            es = by.get("ours latent, seed setup (4 IK)", {}).get("E_D")
-            eu4 = by.get("uniform B-spline (4 IK)", {}).get("E_D")
-        else:
-            eu4 = eu
-        el = by.get("ours LATENT", {}).get("E_D")
-        k = a / d if a and d else None
-        e = es / eu4 if es is not None and eu4 else None
-        e2 = el / eu if el is not None and eu else None
-        if k is not None:
-            kr.append(k)
-        if e is not None:
-            er.append(e)
-        lines.append(f"| {clip_name} | {fmt(a)} | {fmt(d)} | {fmt(k)}{' ✓' if k is not None and k <= 0.7 else ''} | "
-                     f"{fmt(dp)} | {fmt(kp)} | {fmt(es)} | {fmt(eu4)} | {fmt(e)}{' ✓' if e is not None and e <= 0.6 else ''} | {fmt(e2)} |")
+    lines += report.table(("clip", "ours AUTO keys", "Decimate keys", f"keys ratio (goal ≤ {GOAL_KEYS_RATIO})",
+                           "Decimate per-curve keys", "ratio", "E_D seed method", "E_D uniform",
+                           f"E_D ratio (goal ≤ {GOAL_ED_RATIO})", "E_D ours LATENT (tolerance) / uniform"),
+                          "lrrrrrrrrr", (cells for cells, _, _ in goals))
     lines.append("")
     lines.append("E_D columns: the seed's method (RMS-optimal free knots, `fit_latent_spline(internal_knots=K)`) vs a "
                  "uniform B-spline with the same K (K = ours LATENT's knot count; 1D curves: the seed's 4 internal "
@@ -775,28 +449,7 @@ def summary_lines(results, anchors):
     return lines
 
 
-def source_commit() -> str:
-    """The checkout's commit (``ANIM_SIGNALS_COMMIT`` for a snapshot without .git), '+dirty' if modified."""
-    import subprocess
-
-    env = os.environ.get("ANIM_SIGNALS_COMMIT")
-    if env:
-        return env
-    try:
-        head = subprocess.run(["git", "-C", str(be.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(be.REPO_ROOT), "status", "--porcelain", "--",
-                                "anim_signals", "operators"], capture_output=True, text=True).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except Exception:
-        return "unknown"
-
-
-def log(msg):
-    print(msg, flush=True)
-
-
-def main(argv=None):
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK_CLIPS)} and the 1D curves")
     p.add_argument("--clips", default="", help="comma-separated substrings of BVH file names to include")
@@ -823,7 +476,36 @@ def main(argv=None):
         args.decimate_steps = min(args.decimate_steps, 7)
         args.repeats = min(args.repeats, 5)
         args.world_frames = min(args.world_frames, 120)
+    return args
 
+
+def run_meta(use_operator: bool, continuity: str) -> dict:
+    return {
+        "commit": report.source_commit(("anim_signals", "operators")),
+        "continuity": continuity or "(not a setting)",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "blender": bpy.app.version_string,
+        "cpu": platform.processor() or platform.machine(),
+        "threads": f"{os.cpu_count()} cores",
+        "ours_via": "the operator bpy.ops.anim_signals.fit_latent_spline (BVH) and anim_signals.fit_channels (1D)"
+        if use_operator else "anim_signals.fit_channels",
+        "python": sys.version.split()[0],
+    }
+
+
+def bvh_clips(args) -> list[Path]:
+    """The BVH clips to measure, smallest first (--quick: QUICK_CLIPS; --clips: a substring filter)."""
+    clips = sorted(Path(args.data).glob("*.bvh"), key=lambda q: q.stat().st_size)
+    if args.quick and not args.clips:
+        clips = [c for c in clips if c.stem in QUICK_CLIPS]
+    if args.clips:
+        wanted = [w.strip() for w in args.clips.split(",") if w.strip()]
+        clips = [c for c in clips if any(w in c.stem for w in wanted)]
+    return clips
+
+
+def main(argv=None):
+    args = parse_args(argv)
     if args.merge:
         return merge([d for d in args.merge.split(",") if d], args)
     use_operator = False
@@ -834,17 +516,7 @@ def main(argv=None):
         except Exception as ex:
             log(f"note: the extension's operator is not available ({ex}); fitting BVH clips through the core")
     args.continuity_resolved = resolve_continuity(args, use_operator)
-    meta = {
-        "commit": source_commit(),
-        "continuity": args.continuity_resolved or "(not a setting)",
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "blender": bpy.app.version_string,
-        "cpu": platform.processor() or platform.machine(),
-        "threads": f"{os.cpu_count()} cores",
-        "ours_via": "the operator bpy.ops.anim_signals.fit_latent_spline (BVH) and anim_signals.fit_channels (1D)"
-        if use_operator else "anim_signals.fit_channels",
-        "python": sys.version.split()[0],
-    }
+    meta = run_meta(use_operator, args.continuity_resolved)
 
     out = be.ensure_dir(args.out)
     results, notes, anchors = [], [], {}
@@ -856,15 +528,8 @@ def main(argv=None):
         notes = [n for n in prev.get("notes", []) if "failed" not in n]
         done = {r[0] for r in results}
         log(f"resuming: {len(done)} clips already measured in {out / 'benchmark_fit.json'}")
-    data = Path(args.data)
-    if data.is_dir():
-        clips = sorted(data.glob("*.bvh"), key=lambda q: q.stat().st_size)
-        if args.quick and not args.clips:
-            clips = [c for c in clips if c.stem in QUICK_CLIPS]
-        if args.clips:
-            wanted = [w.strip() for w in args.clips.split(",") if w.strip()]
-            clips = [c for c in clips if any(w in c.stem for w in wanted)]
-        for c in clips:
+    if Path(args.data).is_dir():
+        for c in bvh_clips(args):
             if c.stem in done:
                 continue
             log(f"clip {c.name}")
@@ -879,9 +544,9 @@ def main(argv=None):
                 continue
             results.append((clip.name, clip.shape, rows))
             log(f"  done in {time.perf_counter() - t0:.1f} s")
-            write_outputs(out, results, anchors, notes, args, meta, partial=True)
+            report.write_report(out, "benchmark_fit", *fit_report(results, anchors, notes, args, meta, partial=True))
     else:
-        notes.append(f"BVH clips skipped: {data} not found")
+        notes.append(f"BVH clips skipped: {args.data} not found")
         log(notes[-1])
     if not args.no_1d:
         for name in GENERATED:
@@ -890,30 +555,25 @@ def main(argv=None):
             log(f"1D {name}")
             clip, rows = run_clip_1d(name, args)
             results.append((clip.name, clip.shape, rows))
-        write_outputs(out, results, anchors, notes, args, meta, partial=True)
+        report.write_report(out, "benchmark_fit", *fit_report(results, anchors, notes, args, meta, partial=True))
     if not args.no_anchors:
         log("timing anchors")
         anchors["1d"] = anchor_1d(args)
         anchors["clip"] = anchor_clip(args, use_operator)
-
-    md = write_outputs(out, results, anchors, notes, args, meta)
-    print(md)
-    print(f"wrote {out / 'benchmark_fit.md'} and {out / 'benchmark_fit.json'}")
+    report.publish(out, "benchmark_fit", *fit_report(results, anchors, notes, args, meta))
     return 0
 
 
-def write_outputs(out, results, anchors, notes, args, meta, partial=False):
-    """Write the markdown and JSON (after every clip too, so a long run that dies keeps its results)."""
+def fit_report(results, anchors, notes, args, meta, partial=False) -> tuple[str, dict]:
+    """The markdown and the JSON payload (written after every clip too: a long run that dies keeps its results)."""
     md = markdown(results, anchors, args, meta)
     if notes:
         md += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     if partial:
         md = "> partial: the run is still going (or died); rerun with --resume to complete\n\n" + md
-    (out / "benchmark_fit.md").write_text(md)
     payload = {"meta": meta, "args": vars(args), "notes": notes, "anchors": anchors, "partial": partial,
                "results": [{"clip": n, "shape": list(s), "rows": r} for n, s, r in results]}
-    (out / "benchmark_fit.json").write_text(json.dumps(payload, indent=1, default=_json_default))
-    return md
+    return md, payload
 
 
 def merge(dirs, args):
@@ -937,19 +597,9 @@ def merge(dirs, args):
     meta.setdefault("continuity", "?")
     meta["commit"] = ", ".join(sorted({m.get("commit", "unknown") for m in metas}))
     meta["date"] = ", ".join(sorted({m.get("date", "?") for m in metas}))
-    out = be.ensure_dir(args.out)
-    md = write_outputs(out, order, anchors, notes, args, meta)
-    print(md)
-    print(f"merged {len(dirs)} runs into {out / 'benchmark_fit.md'} and {out / 'benchmark_fit.json'}")
+    report.publish(args.out, "benchmark_fit", *fit_report(order, anchors, notes, args, meta))
+    log(f"merged {len(dirs)} runs")
     return 0
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    return str(o)
 
 
 if __name__ == "__main__":

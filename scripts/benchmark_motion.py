@@ -28,7 +28,6 @@ the integer frames with ``fcurve.evaluate``; world joint heads through the depsg
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -39,6 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
+from benchmarking import report  # noqa: E402
+from benchmarking.report import fmt, log  # noqa: E402
 
 be.add_core_to_path()
 
@@ -49,7 +50,6 @@ from anim_signals.manifolds import elastic, loop, skeleton, srv  # noqa: E402
 
 DATA_DIR = be.REPO_ROOT.parent / "shared" / "data" / "mocap"
 CACHE_VERSION = 3
-DEG = 180.0 / math.pi
 FIGURE_CM = 175.0  # world jumps are reported as if the figure were 1.75 m tall
 FLOOR_DEG = 0.01  # channels moving less than this per frame are compared with this (float32 keys)
 WINDOW_S = 2.0
@@ -62,20 +62,6 @@ LABELS = {**{c: "walk" for c in WALKS}, "cmu_131_03": "hop", "acrnn_salsa_10": "
 QUICK_WALKS = ("angry_13_000", "depressed_18_000", "cmu_iclone_02_01_walk")
 QUICK_CLUSTER = ("angry_13_000", "old_13_000", "cmu_131_01", "cmu_131_03", "acrnn_salsa_10", "cmu_iclone_02_05_punch")
 QUICK_MAX_WINDOWS = 3
-
-_bpy = None
-
-
-def bpy_module():
-    global _bpy
-    if _bpy is None:
-        _bpy = be.import_bpy()
-    return _bpy
-
-
-def log(msg):
-    print(msg, flush=True)
-
 
 # --------------------------------------------------------------------------------------------------
 # data: BVH -> sampled arrays (cached)
@@ -92,7 +78,7 @@ def owner_of(data_path: str) -> str:
 
 def import_clip(path: Path):
     """Import a BVH into an empty scene; returns the armature object."""
-    bpy_module()
+    be.import_bpy()
     be.clear_scene()
     return be.import_bvh(path)
 
@@ -158,9 +144,9 @@ def rotation_scale(kinds) -> np.ndarray:
     out = np.full(len(kinds), np.nan)
     for j, k in enumerate(kinds):
         if k == motion.EULER:
-            out[j] = DEG
+            out[j] = be.DEG
         elif k == motion.QUATERNION:
-            out[j] = 2.0 * DEG
+            out[j] = 2.0 * be.DEG
     return out
 
 
@@ -256,20 +242,11 @@ def world_seam(heads4: np.ndarray, roots, travel: bool) -> tuple[float, float]:
 def world_heads_for(ob, frames4, seg_frames, values_all):
     """Heads at ``frames4`` with the action's keys on ``seg_frames`` replaced by ``values_all``."""
     act = be.copy_action_with_values(ob, seg_frames, values_all, name="bench_loop")
-    orig = ob.animation_data.action
     try:
-        assign_action(ob, act)
-        return be.joint_heads(ob, frames4)
+        with be.playing(ob, act):
+            return be.joint_heads(ob, frames4)
     finally:
-        assign_action(ob, orig)
-        bpy_module().data.actions.remove(act)
-
-
-def assign_action(ob, act):
-    ad = ob.animation_data
-    ad.action = act
-    if hasattr(ad, "action_slot") and len(getattr(act, "slots", ())) and ad.action_slot is None:
-        ad.action_slot = act.slots[0]
+        be.import_bpy().data.actions.remove(act)
 
 
 def loop_clip(name: str, path: Path, data: dict, args) -> dict:
@@ -348,15 +325,19 @@ def loop_clip(name: str, path: Path, data: dict, args) -> dict:
     return row
 
 
-def section_loops(args, cache_dir: Path) -> list[dict]:
-    rows = []
-    clips = QUICK_WALKS if args.quick else WALKS
-    for name in clips:
+def available_clips(names, args, cache_dir: Path):
+    """(name, path, sampled data) of each clip of ``names`` in the data folder (missing ones are skipped)."""
+    for name in names:
         path = Path(args.data) / f"{name}.bvh"
         if not path.is_file():
             log(f"  {name}: missing, skipped")
             continue
-        data = load_clip(path, cache_dir, not args.no_cache)
+        yield name, path, load_clip(path, cache_dir, not args.no_cache)
+
+
+def section_loops(args, cache_dir: Path) -> list[dict]:
+    rows = []
+    for name, path, data in available_clips(QUICK_WALKS if args.quick else WALKS, args, cache_dir):
         try:
             row = loop_clip(name, path, data, args)
         except ValueError as ex:
@@ -414,15 +395,9 @@ def nn_accuracy(d: np.ndarray, labels, sources, *, cross_clip: bool) -> tuple[fl
 
 
 def section_cluster(args, cache_dir: Path) -> dict:
-    clips = QUICK_CLUSTER if args.quick else tuple(LABELS)
     windows, wl, ws, wstart = [], [], [], []
     per_clip = {}
-    for name in clips:
-        path = Path(args.data) / f"{name}.bvh"
-        if not path.is_file():
-            log(f"  {name}: missing, skipped")
-            continue
-        data = load_clip(path, cache_dir, not args.no_cache)
+    for name, _path, data in available_clips(QUICK_CLUSTER if args.quick else tuple(LABELS), args, cache_dir):
         names = [str(n) for n in data["names"]]
         feats = skeleton.body_features(data["heads"], names, [int(p) for p in data["parents"]])
         got = windows_of(feats, float(data["fps"]), QUICK_MAX_WINDOWS if args.quick else None)
@@ -480,34 +455,23 @@ def smooth_curves(n: int, m: int, rng) -> np.ndarray:
     return out
 
 
-def timed(fn, repeats):
-    fn()  # warm-up
-    runs = []
-    res = None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        res = fn()
-        runs.append(time.perf_counter() - t0)
-    return statistics.median(runs), runs, res
-
-
 def section_times(args) -> dict:
     rng = np.random.default_rng(0)
     out = {"project_closed": {}, "elastic_distance": {}}
     for n in (100, 1000):
         q = srv.srv(smooth_curves(n, 96, rng))
         gap = float(np.linalg.norm(srv.closure_gap(q)) / srv.srv_length(q))
-        med, runs, res = timed(lambda q=q: srv.project_closed(q, tol=1e-6), args.repeats)
+        med, runs, res = report.timed(lambda q=q: srv.project_closed(q, tol=1e-6), args.repeats)
         out["project_closed"][str(n)] = dict(median_ms=med * 1e3, runs_ms=[r * 1e3 for r in runs],
                                              iterations=int(res.iterations), residual=float(res.residual),
                                              converged=bool(res.converged), gap_before=gap)
     a, b = smooth_curves(100, 96, rng), smooth_curves(100, 96, rng)
     for closed in (False, True):
-        med, runs, d = timed(lambda c=closed: elastic.elastic_distance(a, b, closed=c, n_samples=100),
+        med, runs, d = report.timed(lambda c=closed: elastic.elastic_distance(a, b, closed=c, n_samples=100),
                              max(3, args.repeats // 2))
         out["elastic_distance"]["closed" if closed else "open"] = dict(median_ms=med * 1e3,
                                                                         runs_ms=[r * 1e3 for r in runs], distance=d)
-    med, runs, d = timed(lambda: elastic.linear_distance(a, b, n_samples=100), args.repeats)
+    med, runs, d = report.timed(lambda: elastic.linear_distance(a, b, n_samples=100), args.repeats)
     out["linear_distance"] = dict(median_ms=med * 1e3, distance=d)
     return out
 
@@ -516,18 +480,113 @@ def section_times(args) -> dict:
 # report
 
 
-def fmt(v, nd=3):
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "✓" if v else "✗"
-    if isinstance(v, float):
-        if v == 0:
-            return "0"
-        if abs(v) >= 1000:
-            return f"{v:.0f}"
-        return f"{v:.{nd}g}"
-    return str(v)
+def loop_rows(loops):
+    """Cells of the loops table: one row per clip and method (the clip and its cycle on the first)."""
+    for r in loops:
+        if "error" in r:
+            yield [r["clip"], f"error: {r['error']}"] + [""] * 13
+            continue
+        for i, (label, m) in enumerate(r["methods"].items()):
+            yield (r["clip"] if i == 0 else "",
+                   f"{r['cycle'][0]}–{r['cycle'][1]} ({r['period_s']:.2f} s)" if i == 0 else "", label,
+                   fmt(m["pose_deg"]), fmt(m["velocity_deg"]), fmt(m["pose_ratio"]), fmt(m["velocity_ratio"]),
+                   fmt(m["passes"]), fmt(m.get("bone_pose_deg")), fmt(m.get("bone_velocity_deg")),
+                   f"{fmt(m.get('bone_pose_ratio'))} / {fmt(m.get('bone_velocity_ratio'))}", fmt(m.get("bone_passes")),
+                   fmt(m.get("world_pose_cm")), fmt(m.get("world_velocity_cm")),
+                   f"{fmt(m['rms_deg'])} / {fmt(m.get('bone_rms_deg'))}")
+
+
+def loop_method_summary(label: str, ok: list[dict]) -> str:
+    """One method over every looped clip: goals met, median jumps and RMS change."""
+    def median(key, default=None):
+        return statistics.median(r["methods"][label].get(key, default) for r in ok)
+
+    n_pass = sum(r["methods"][label]["passes"] for r in ok)
+    n_bone = sum(bool(r["methods"][label].get("bone_passes")) for r in ok)
+    return (f"- {label}: goal met on {n_pass}/{len(ok)} clips (channels), {n_bone}/{len(ok)} (bones); "
+            f"median pose jump {median('pose_deg'):.3g}°, velocity jump {median('velocity_deg'):.3g}°/frame, "
+            f"world joints {median('world_pose_cm', 0.0):.3g} cm / {median('world_velocity_cm', 0.0):.3g} "
+            f"cm/frame; median RMS change {median('rms_deg'):.3g}° (channels), "
+            f"{median('bone_rms_deg', 0.0):.3g}° (bones).")
+
+
+def loops_markdown(loops: list[dict], meta: dict) -> list[str]:
+    L = ["## 1. Loops (seed §4.1)", "",
+         "Range: `loop.find_cycle` on the whole continuous curve (rotations in radians + root location; root "
+         "horizontal location = travel, looped as velocity; "
+         + ("location channels weighted by 2 / figure height so that centimetres do not outweigh radians, "
+            if meta.get("cycle_weights") == "height" else "unweighted, ")
+         + f"periods from {meta.get('min_period_s', 0):g} s). Seam as Blender plays the range cyclically "
+         "(period = last − first frame; travel channels with offset). Pose / velocity: the largest jump over "
+         "rotation channels (degrees, degrees per frame); ratio: the worst channel's jump over its own median "
+         "frame-to-frame change (velocity: over its median second difference; at least "
+         f"{FLOOR_DEG}°); goal ✓ when every rotation channel's jumps are within its medians. Bone columns: "
+         "the same in rotation space, independent of the Euler parametrisation (per bone the geodesic angle "
+         "between the last and first pose, and between the last and first frame-to-frame rotations, vs the "
+         "bone's median frame-to-frame rotation and its change). World: joint "
+         f"heads through Blender's depsgraph, scaled to a {FIGURE_CM / 100:.2f} m figure (cm), relative "
+         "to the root's horizontal travel over the cycle. RMS: change from the original segment (rotation "
+         "channels; bones: geodesic angle), degrees.", ""]
+    L += report.table(("clip", "cycle (frames, s)", "method", "pose °", "velocity °/fr", "pose ratio", "velocity ratio",
+                       "goal (channels)", "bone pose °", "bone velocity °", "bone ratios", "goal (bones)",
+                       "world pose cm", "world velocity cm/fr", "RMS change ° (channels / bones)"),
+                      "lllrrrrcrrrcrrr", loop_rows(loops))
+    L += ["", "Per clip, the yardsticks: median over rotation channels of the median frame-to-frame change "
+          "(°), the largest channel's, the world joints' median frame-to-frame change and second difference "
+          "(cm), closure iterations, residual, times.", ""]
+    ok = [r for r in loops if "error" not in r]
+    L += report.table(("clip", "frames × ch", "fps", "median step °", "max channel step °", "median accel °",
+                       "world step cm", "world accel cm", "Newton its", "residual", "find_cycle s", "make_loop s"),
+                      "llrrrrrrrrrr",
+                      ((r["clip"], f"{r['frames']}×{r['channels']}", f"{r['fps']:.0f}", fmt(r["median_step_deg"]),
+                        fmt(r["max_median_step_deg"]), fmt(r["median_accel_deg"]), fmt(r["world_step_cm"]),
+                        fmt(r["world_accel_cm"]), r["iterations"], fmt(r["residual"]), fmt(r["find_cycle_s"]),
+                        fmt(r["make_loop_s"])) for r in ok))
+    for label in (ok[0]["methods"] if ok else {}):
+        L += ["", loop_method_summary(label, ok)]
+    return L + [""]
+
+
+def cluster_markdown(cl: dict) -> list[str]:
+    L = ["## 2. Clustering by motion type (seed §4.3)", "",
+         f"{cl['windows']} windows of {cl['window_s']:g} s (non-overlapping; a clip shorter than that is one "
+         f"window) from {len(cl['clips'])} clips on three rigs, compared by `skeleton.body_features` "
+         f"({cl['features']} features: 10 segment directions in the heading frame + hips height), resampled "
+         f"to 100 samples. Elastic: `elastic.distance_matrix(metric='elastic', closed=True)` (SRV, projected to "
+         "closed curves, optimal reparametrisation and start point, as the seed); linear: L2 of the resampled "
+         f"curves. Clusters: `elastic.cluster` (average linkage) with n_clusters = {cl['n_clusters']} labels. "
+         "Purity: fraction of windows in their cluster's majority label. NN cross-clip: nearest window from "
+         "another clip has the same label (only windows whose label occurs in more than one clip — walk —; "
+         "the single-clip labels cannot pass by construction). NN leave-one-out: any other window.", ""]
+    L += report.table(("clip", "label", "frames", "fps", "windows", "frames per window"), "llrrrr",
+                      ((name, c["label"], c["frames"], f"{c['fps']:.0f}", c["windows"], c["window_frames"])
+                       for name, c in cl["clips"].items()))
+    L.append("")
+    L += report.table(("distance", "purity", "NN cross-clip", "NN leave-one-out", "pairs", "seconds",
+                       "clusters (label counts)"), "lrrrrrl",
+                      ((metric, f"{m['purity']:.3f}", f"{fmt(m['nn_cross_clip'])} ({m['nn_cross_clip_windows']})",
+                        f"{m['nn_loo']:.3f} ({m['nn_loo_windows']})", m["pairs"], f"{m['seconds']:.1f}",
+                        "; ".join(f"{k}: " + ", ".join(f"{lab} {n}" for lab, n in v.items())
+                                  for k, v in m["clusters"].items()))
+                       for metric, m in cl["metrics"].items()))
+    return L + [""]
+
+
+def times_markdown(t: dict, cl: dict | None) -> list[str]:
+    rows = []
+    for n, d in t["project_closed"].items():
+        goal = " (goal < 10 ms)" if n == "100" else ""
+        rows.append((f"`srv.project_closed`, {n} frames × 96 channels{goal}", f"{d['median_ms']:.3g}",
+                     f"{d['iterations']} Newton steps, residual {d['residual']:.2g} (goal 1e-6, "
+                     f"{'converged' if d['converged'] else 'NOT converged'}), gap before {d['gap_before']:.2g}"))
+    for k, d in t["elastic_distance"].items():
+        rows.append((f"`elastic.elastic_distance`, 100 samples × 96 channels, {k}", f"{d['median_ms']:.3g}",
+                     f"distance {d['distance']:.4g} rad"))
+    rows.append(("`elastic.linear_distance`, same curves", f"{t['linear_distance']['median_ms']:.3g}", ""))
+    for metric, m in (cl["metrics"].items() if cl else ()):
+        rows.append((f"distance matrix of section 2, {metric} ({m['pairs']} pairs)", f"{m['seconds'] * 1e3:.0f}", ""))
+    return (["## 3. Times", "", "Median of repeats (after one warm-up run); smooth random open curves, seed 0.", ""]
+            + report.table(("what", "median ms", "notes"), "lrl", rows) + [""])
 
 
 def markdown(res: dict) -> str:
@@ -536,131 +595,13 @@ def markdown(res: dict) -> str:
          f"Commit {meta['commit']}, {meta['machine']}, numpy {meta['numpy']}, "
          f"{'--quick, ' if meta['quick'] else ''}data `{meta['data']}`. Deterministic inputs; times vary by machine.",
          ""]
-    loops = res.get("loops", [])
-    if loops:
-        L += ["## 1. Loops (seed §4.1)", "",
-              "Range: `loop.find_cycle` on the whole continuous curve (rotations in radians + root location; root "
-              "horizontal location = travel, looped as velocity; "
-              + ("location channels weighted by 2 / figure height so that centimetres do not outweigh radians, "
-                 if meta.get("cycle_weights") == "height" else "unweighted, ")
-              + f"periods from {meta.get('min_period_s', 0):g} s). Seam as Blender plays the range cyclically "
-              "(period = last − first frame; travel channels with offset). Pose / velocity: the largest jump over "
-              "rotation channels (degrees, degrees per frame); ratio: the worst channel's jump over its own median "
-              "frame-to-frame change (velocity: over its median second difference; at least "
-              f"{FLOOR_DEG}°); goal ✓ when every rotation channel's jumps are within its medians. Bone columns: "
-              "the same in rotation space, independent of the Euler parametrisation (per bone the geodesic angle "
-              "between the last and first pose, and between the last and first frame-to-frame rotations, vs the "
-              "bone's median frame-to-frame rotation and its change). World: joint "
-              f"heads through Blender's depsgraph, scaled to a {FIGURE_CM / 100:.2f} m figure (cm), relative "
-              "to the root's horizontal travel over the cycle. RMS: change from the original segment (rotation "
-              "channels; bones: geodesic angle), degrees.", ""]
-        L.append("| clip | cycle (frames, s) | method | pose ° | velocity °/fr | pose ratio | velocity ratio | "
-                 "goal (channels) | bone pose ° | bone velocity ° | bone ratios | goal (bones) | "
-                 "world pose cm | world velocity cm/fr | RMS change ° (channels / bones) |")
-        L.append("|---|---|---|---:|---:|---:|---:|:---:|---:|---:|---:|:---:|---:|---:|---:|")
-        for r in loops:
-            if "error" in r:
-                L.append(f"| {r['clip']} | error: {r['error']} |" + " |" * 13)
-                continue
-            first = True
-            for label, m in r["methods"].items():
-                cyc = f"{r['cycle'][0]}–{r['cycle'][1]} ({r['period_s']:.2f} s)" if first else ""
-                L.append(f"| {r['clip'] if first else ''} | {cyc} | {label} | {fmt(m['pose_deg'])} | "
-                         f"{fmt(m['velocity_deg'])} | {fmt(m['pose_ratio'])} | {fmt(m['velocity_ratio'])} | "
-                         f"{fmt(m['passes'])} | {fmt(m.get('bone_pose_deg'))} | {fmt(m.get('bone_velocity_deg'))} | "
-                         f"{fmt(m.get('bone_pose_ratio'))} / {fmt(m.get('bone_velocity_ratio'))} | "
-                         f"{fmt(m.get('bone_passes'))} | {fmt(m.get('world_pose_cm'))} | "
-                         f"{fmt(m.get('world_velocity_cm'))} | {fmt(m['rms_deg'])} / {fmt(m.get('bone_rms_deg'))} |")
-                first = False
-        L += ["", "Per clip, the yardsticks: median over rotation channels of the median frame-to-frame change "
-              "(°), the largest channel's, the world joints' median frame-to-frame change and second difference "
-              "(cm), closure iterations, residual, times.", ""]
-        L.append("| clip | frames × ch | fps | median step ° | max channel step ° | median accel ° | world step cm | "
-                 "world accel cm | Newton its | residual | find_cycle s | make_loop s |")
-        L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for r in loops:
-            if "error" in r:
-                continue
-            L.append(f"| {r['clip']} | {r['frames']}×{r['channels']} | {r['fps']:.0f} | {fmt(r['median_step_deg'])} | "
-                     f"{fmt(r['max_median_step_deg'])} | {fmt(r['median_accel_deg'])} | {fmt(r['world_step_cm'])} | "
-                     f"{fmt(r['world_accel_cm'])} | {r['iterations']} | {fmt(r['residual'])} | "
-                     f"{fmt(r['find_cycle_s'])} | {fmt(r['make_loop_s'])} |")
-        ok = [r for r in loops if "error" not in r]
-        for label in (ok[0]["methods"] if ok else {}):
-            n_pass = sum(r["methods"][label]["passes"] for r in ok)
-            L.append("")
-            n_bone = sum(bool(r["methods"][label].get("bone_passes")) for r in ok)
-            L.append(f"- {label}: goal met on {n_pass}/{len(ok)} clips (channels), {n_bone}/{len(ok)} (bones); "
-                     f"median pose jump {statistics.median(r['methods'][label]['pose_deg'] for r in ok):.3g}°, "
-                     f"velocity jump {statistics.median(r['methods'][label]['velocity_deg'] for r in ok):.3g}°/frame, "
-                     f"world joints {statistics.median(r['methods'][label].get('world_pose_cm', 0.0) for r in ok):.3g} cm"
-                     f" / {statistics.median(r['methods'][label].get('world_velocity_cm', 0.0) for r in ok):.3g} "
-                     f"cm/frame; median RMS change "
-                     f"{statistics.median(r['methods'][label]['rms_deg'] for r in ok):.3g}° (channels), "
-                     f"{statistics.median(r['methods'][label].get('bone_rms_deg', 0.0) for r in ok):.3g}° (bones).")
-        L.append("")
-    cl = res.get("cluster")
-    if cl:
-        L += ["## 2. Clustering by motion type (seed §4.3)", "",
-              f"{cl['windows']} windows of {cl['window_s']:g} s (non-overlapping; a clip shorter than that is one "
-              f"window) from {len(cl['clips'])} clips on three rigs, compared by `skeleton.body_features` "
-              f"({cl['features']} features: 10 segment directions in the heading frame + hips height), resampled "
-              f"to 100 samples. Elastic: `elastic.distance_matrix(metric='elastic', closed=True)` (SRV, projected to "
-              "closed curves, optimal reparametrisation and start point, as the seed); linear: L2 of the resampled "
-              f"curves. Clusters: `elastic.cluster` (average linkage) with n_clusters = {cl['n_clusters']} labels. "
-              "Purity: fraction of windows in their cluster's majority label. NN cross-clip: nearest window from "
-              "another clip has the same label (only windows whose label occurs in more than one clip — walk —; "
-              "the single-clip labels cannot pass by construction). NN leave-one-out: any other window.", ""]
-        L.append("| clip | label | frames | fps | windows | frames per window |")
-        L.append("|---|---|---:|---:|---:|---:|")
-        for name, c in cl["clips"].items():
-            L.append(f"| {name} | {c['label']} | {c['frames']} | {c['fps']:.0f} | {c['windows']} | {c['window_frames']} |")
-        L += ["", "| distance | purity | NN cross-clip | NN leave-one-out | pairs | seconds | clusters (label counts) |",
-              "|---|---:|---:|---:|---:|---:|---|"]
-        for metric, m in cl["metrics"].items():
-            comp = "; ".join(f"{k}: " + ", ".join(f"{lab} {n}" for lab, n in v.items()) for k, v in m["clusters"].items())
-            L.append(f"| {metric} | {m['purity']:.3f} | {fmt(m['nn_cross_clip'])} ({m['nn_cross_clip_windows']}) | "
-                     f"{m['nn_loo']:.3f} ({m['nn_loo_windows']}) | {m['pairs']} | {m['seconds']:.1f} | {comp} |")
-        L.append("")
-    t = res.get("times")
-    if t:
-        L += ["## 3. Times", "", "Median of repeats (after one warm-up run); smooth random open curves, seed 0.", "",
-              "| what | median ms | notes |", "|---|---:|---|"]
-        for n, d in t["project_closed"].items():
-            goal = " (goal < 10 ms)" if n == "100" else ""
-            L.append(f"| `srv.project_closed`, {n} frames × 96 channels{goal} | {d['median_ms']:.3g} | "
-                     f"{d['iterations']} Newton steps, residual {d['residual']:.2g} (goal 1e-6, "
-                     f"{'converged' if d['converged'] else 'NOT converged'}), gap before {d['gap_before']:.2g} |")
-        for k, d in t["elastic_distance"].items():
-            L.append(f"| `elastic.elastic_distance`, 100 samples × 96 channels, {k} | {d['median_ms']:.3g} | "
-                     f"distance {d['distance']:.4g} rad |")
-        L.append(f"| `elastic.linear_distance`, same curves | {t['linear_distance']['median_ms']:.3g} | |")
-        if cl:
-            for metric, m in cl["metrics"].items():
-                L.append(f"| distance matrix of section 2, {metric} ({m['pairs']} pairs) | {m['seconds'] * 1e3:.0f} | |")
-        L.append("")
+    if res.get("loops"):
+        L += loops_markdown(res["loops"], meta)
+    if res.get("cluster"):
+        L += cluster_markdown(res["cluster"])
+    if res.get("times"):
+        L += times_markdown(res["times"], res.get("cluster"))
     return "\n".join(L) + "\n"
-
-
-def source_commit() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "-C", str(be.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(be.REPO_ROOT), "status", "--porcelain", "--", "anim_signals"],
-                               capture_output=True, text=True).stdout.strip()
-        return head + ("+dirty" if dirty else "")
-    except Exception:
-        return "unknown"
-
-
-def _json_default(o):
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    raise TypeError(type(o))
 
 
 def main(argv=None) -> int:
@@ -681,37 +622,26 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.quick:
         args.repeats = min(args.repeats, 5)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cache_dir = out / "cache"
-    sections = {s.strip() for s in args.sections.split(",") if s.strip()}
+    cache_dir = be.ensure_dir(args.out) / "cache"
+    wanted = {s.strip() for s in args.sections.split(",") if s.strip()}
     have_data = Path(args.data).is_dir()
-    res: dict = {"meta": dict(commit=source_commit(), quick=args.quick, data=str(args.data),
+    res: dict = {"meta": dict(commit=report.source_commit(), quick=args.quick, data=str(args.data),
                               cycle_weights=args.cycle_weights, min_period_s=args.min_period_s,
-                              machine=f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-                              numpy=np.__version__, python=platform.python_version())}
+                              machine=report.machine(), numpy=np.__version__, python=platform.python_version())}
+    sections = (("loops", "1. loops", True, lambda: section_loops(args, cache_dir)),
+                ("cluster", "2. clustering", True, lambda: section_cluster(args, cache_dir)),
+                ("times", "3. times", False, lambda: section_times(args)))
     t0 = time.perf_counter()
-    if "loops" in sections:
-        if have_data:
-            log("1. loops")
-            res["loops"] = section_loops(args, cache_dir)
-        else:
-            log(f"1. loops: skipped, no data at {args.data}")
-    if "cluster" in sections:
-        if have_data:
-            log("2. clustering")
-            res["cluster"] = section_cluster(args, cache_dir)
-        else:
-            log(f"2. clustering: skipped, no data at {args.data}")
-    if "times" in sections:
-        log("3. times")
-        res["times"] = section_times(args)
+    for key, title, needs_data, run in sections:
+        if key not in wanted:
+            continue
+        if needs_data and not have_data:
+            log(f"{title}: skipped, no data at {args.data}")
+            continue
+        log(title)
+        res[key] = run()
     res["meta"]["seconds"] = time.perf_counter() - t0
-    md = markdown(res)
-    (out / "benchmark_motion.md").write_text(md)
-    (out / "benchmark_motion.json").write_text(json.dumps(res, indent=1, default=_json_default))
-    print(md)
-    print(f"wrote {out / 'benchmark_motion.md'} and {out / 'benchmark_motion.json'}")
+    report.publish(args.out, "benchmark_motion", markdown(res), res)
     return 0
 
 

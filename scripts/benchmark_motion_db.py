@@ -9,7 +9,7 @@ Run from the repository root with the project's venv python (numpy/scipy only, n
 Writes ``out/benchmark_motion_db/benchmark_motion_db.md`` and ``.json`` (``--out`` changes the folder)
 and prints the markdown. The core is called directly: ``anim_signals.motiondb`` (``MotionDatabase``,
 ``OLNGParams``, ``reconstruct``); the Live Link Face CSVs and the BVH MOTION sections are parsed here
-with numpy/csv (no bpy, no other project module).
+with numpy/csv (no bpy; the ARKit blendshape names and timecodes from ``anim_signals.motiondb.livelink``).
 
 1. **Scenarios** (seed section 4.2) on the facial recordings (52 ARKit blendshape weights, frames with
    empty/NaN cells dropped, recordings split at time gaps and into clips of about 3 s) and on the BVH
@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
-import platform
 import re
 import sys
 import time
@@ -43,25 +41,18 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
+from benchmarking import report  # noqa: E402
+from benchmarking.report import fmt, log  # noqa: E402
 
 be.add_core_to_path()
 
 import numpy as np  # noqa: E402
 
 from anim_signals.motiondb import MotionDatabase, OLNGParams, reconstruct  # noqa: E402
+from anim_signals.motiondb.livelink import ARKIT_BLENDSHAPES, EYE_BLENDSHAPES, timecode_seconds  # noqa: E402
 
 FACIAL_DIR = be.REPO_ROOT.parent / "shared" / "data" / "facial"
 MOCAP_DIR = be.REPO_ROOT.parent / "shared" / "data" / "mocap"
-ARKIT = ["EyeBlinkLeft", "EyeLookDownLeft", "EyeLookInLeft", "EyeLookOutLeft", "EyeLookUpLeft", "EyeSquintLeft",
-         "EyeWideLeft", "EyeBlinkRight", "EyeLookDownRight", "EyeLookInRight", "EyeLookOutRight", "EyeLookUpRight",
-         "EyeSquintRight", "EyeWideRight", "JawForward", "JawRight", "JawLeft", "JawOpen", "MouthClose",
-         "MouthFunnel", "MouthPucker", "MouthRight", "MouthLeft", "MouthSmileLeft", "MouthSmileRight",
-         "MouthFrownLeft", "MouthFrownRight", "MouthDimpleLeft", "MouthDimpleRight", "MouthStretchLeft",
-         "MouthStretchRight", "MouthRollLower", "MouthRollUpper", "MouthShrugLower", "MouthShrugUpper",
-         "MouthPressLeft", "MouthPressRight", "MouthLowerDownLeft", "MouthLowerDownRight", "MouthUpperUpLeft",
-         "MouthUpperUpRight", "BrowDownLeft", "BrowDownRight", "BrowInnerUp", "BrowOuterUpLeft", "BrowOuterUpRight",
-         "CheekPuff", "CheekSquintLeft", "CheekSquintRight", "NoseSneerLeft", "NoseSneerRight", "TongueOut"]
-EYE_PREFIXES = ("eyeblink", "eyelook", "eyesquint", "eyewide")
 NOISE = {"none": 0.0, "low": 0.1, "medium": 0.2, "high": 0.6}  # x the channel's standard deviation
 CLIP_SECONDS = 3.0
 TARGET_FPS = 30.0
@@ -81,10 +72,6 @@ GOAL_16K_MS = 5.3
 GOAL_1M_MS = 22.0
 GOAL_HITS = 0.81
 APPROX_EPS = 2.0  # cKDTree.query(eps=...): every neighbour within (1 + eps) x the true k-th distance
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -109,11 +96,6 @@ class Recording:
         return out
 
 
-def _timecode_seconds(tc: str, rate: float) -> float:
-    h, m, s, f = tc.split(":")
-    return (int(h) * 60 + int(m)) * 60 + int(s) + float(f) / rate
-
-
 def read_live_link_csv(path: Path, min_seconds: float = 1.0) -> Recording:
     """52 ARKit blendshape columns; frames with empty/NaN cells dropped; split at time gaps (> 1.5 x median).
 
@@ -123,10 +105,10 @@ def read_live_link_csv(path: Path, min_seconds: float = 1.0) -> Recording:
         rows = list(csv.reader(fh))
     header = [h.strip() for h in rows[0]]
     where = {h.lower(): i for i, h in enumerate(header)}
-    missing = [n for n in ARKIT if n.lower() not in where]
+    missing = [n for n in ARKIT_BLENDSHAPES if n.lower() not in where]
     if missing:
         raise ValueError(f"{path.name}: no column for {', '.join(missing[:5])}")
-    cols = [where[n.lower()] for n in ARKIT]
+    cols = [where[n.lower()] for n in ARKIT_BLENDSHAPES]
     codes, values, dropped = [], [], 0
     for r in rows[1:]:
         if not r or len(r) < len(header):
@@ -144,7 +126,7 @@ def read_live_link_csv(path: Path, min_seconds: float = 1.0) -> Recording:
     frames_field = [float(c.split(":")[3]) for c in codes]
     top = max(frames_field) if frames_field else 0.0
     rate = next((r for r in (24.0, 25.0, 30.0, 50.0, 60.0, 120.0) if top < r), 120.0)  # timecode frame rate
-    t = np.array([_timecode_seconds(c, rate) for c in codes])
+    t = np.array([timecode_seconds(c, rate) for c in codes])
     x = np.array(values)
     dt = np.diff(t)
     dt = np.where(dt < -43200.0, dt + 86400.0, dt)  # past midnight
@@ -243,7 +225,7 @@ def synthetic_facial(seed: int, n_recordings: int = 3, frames: int = 450) -> lis
     """Generated stand-in for the facial recordings (52 ARKit channels, 30/s, one gap per recording)."""
     recs = []
     for r in range(n_recordings):
-        walk = np.vstack(smooth_random_walk(frames, len(ARKIT), seed + r, clip_len=frames, speed=0.02))
+        walk = np.vstack(smooth_random_walk(frames, len(ARKIT_BLENDSHAPES), seed + r, clip_len=frames, speed=0.02))
         walk[:, :14] = 0.7 * walk[:, :14] + 0.3 * walk[:, 14:28]  # eyes partly follow the rest of the face
         cut = frames // 3
         recs.append(Recording(f"generated_{r}", [walk[:cut], walk[cut:]], 30.0, "generated smooth random walk"))
@@ -317,7 +299,7 @@ def run_queries(db: MotionDatabase, queries: list[tuple[np.ndarray, np.ndarray, 
 
 def scenarios(ds: Dataset, params: OLNGParams, quick: bool, seed: int, partial: bool) -> list[dict]:
     rng = np.random.default_rng(seed)
-    eye_cols = np.array([i for i, n in enumerate(ds.channels) if n.lower().startswith(EYE_PREFIXES)], dtype=int)
+    eye_cols = np.array([i for i, n in enumerate(ds.channels) if n in EYE_BLENDSHAPES], dtype=int)
     part_cols = np.array([i for i in range(len(ds.channels)) if i not in set(eye_cols.tolist())], dtype=int)
     db, ids = ds.database()
     starts = db.clip_starts
@@ -455,24 +437,59 @@ def latency(quick: bool, seed: int) -> dict:
 # report
 
 
-def source_commit() -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "-C", str(be.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except Exception:
-        return "unknown"
-
-
-def fmt(v, nd=3) -> str:
-    if isinstance(v, float):
-        return "–" if v != v else f"{v:.{nd}g}"
-    return str(v)
-
-
 def pct(a: int, n: int) -> str:
     return f"{a} ({100.0 * a / n:.0f} %)"
+
+
+def scenario_rows(res: dict):
+    """Cells of the scenarios table: the seed's published rows, then ours (full input)."""
+    for key, s in SEED_SCENARIOS.items():
+        hits = (f"{100 * s['hits_nn']:.0f} %", f"{100 * s['hits_olng']:.0f} %") if "hits_nn" in s else ("–", "–")
+        yield ("seed (39 control points)", key, "–", 16623, f"{s['noise']:.3g}", f"{s['nn']:.3g}", f"{s['olng']:.3g}",
+               f"{s['synth']:.3g}", s["length"], *hits, "–", "~5.3")
+    for r in res["scenarios"]:
+        if r["input"] != "full":
+            continue
+        hits = ((pct(r["hits_nn"], r["hits_total"]), pct(r["hits_olng"], r["hits_total"]),
+                 pct(r["near_olng"], r["hits_total"])) if "hits_total" in r else ("–", "–", "–"))
+        yield (r["dataset"], f"{r['scenario']} {r['label']}", r["frames"], r["db_frames"], fmt(r["noise"]),
+               fmt(r["nn"]), fmt(r["olng"]), fmt(r["synth"]), f"{r['length']:.1f}", *hits, fmt(r["ms_total"]))
+
+
+def partial_rows(res: dict, part: list[dict]):
+    """Cells of the partial-input table: each scenario with full input, then without the eyes (and the ratios)."""
+    for r in part:
+        full = next(f for f in res["scenarios"] if f["input"] == "full" and f["dataset"] == r["dataset"]
+                    and f["scenario"] == r["scenario"])
+        for x in (full, r):
+            ratios = (("–", "–", "–") if x is full else
+                      (f"{r['nn'] / full['nn']:.2f}", f"{r['olng'] / full['olng']:.2f}", f"{r['synth'] / full['synth']:.2f}"))
+            yield (x["dataset"], x["scenario"], x["query_channels"], fmt(x["nn"]), fmt(x["olng"]), fmt(x["synth"]),
+                   fmt(x["eye_nn"]), fmt(x["eye_olng"]), fmt(x["eye_synth"]),
+                   pct(x["hits_olng"], x["hits_total"]) if "hits_total" in x else "–", *ratios)
+
+
+def latency_markdown(lat: dict) -> list[str]:
+    lines = ["## 3. Latency per frame (median ms; Step.seconds)", "",
+             "Smooth random-walk data, 39 channels, clips of 250 frames; the query is made of database clips + "
+             "medium noise. Seed: i7 620M, C++ with ANN and L-BFGS.", ""]
+    lines += report.table(("K x T", "database frames", "query frames", "k-NN", "graph update", "synthesis", "total",
+                           "seed k-NN", "seed graph", "seed synthesis", "seed total"), "lrrrrrrrrrr",
+                          ((f"{r['k']} x {r['t']}", r["db_frames"], r["frames"], fmt(r["knn"]), fmt(r["graph"]),
+                            fmt(r["synthesis"]), f"**{fmt(r['total'])}**", *(f"{v:g}" for v in SEED_KT[r["k"]]))
+                           for r in lat["kt"]))
+    lines += ["", f"Database sizes at 256 x 32; k-NN exact (eps 0) and approximate (cKDTree.query eps = {APPROX_EPS:g}, "
+              "put into the database's tree cache by the benchmark; recall = share of the exact 256 neighbours "
+              "returned, over 20 query frames). `workers=-1` parallelises over query points only: no help for "
+              "one frame at a time.", ""]
+    rows = [(r["db_frames"], f"{r['mb']:.0f}", f"{r['build_s']:.2f}", f"{r['eps']:g}", f"{r['recall']:.2f}", r["frames"],
+             fmt(r["knn"]), fmt(r["graph"]), fmt(r["synthesis"]), f"**{fmt(r['total'])}**", fmt(r["mean_total"]),
+             f"{100 * r['hits']:.0f} %") for r in lat["sizes"]]
+    rows.append(("seed: 5 / 30 / 100 MB random data (float32 x 39: about 32k / 190k / 640k frames)", *[""] * 8,
+                 " / ".join(f"{v:g}" for v in SEED_SIZES.values()), "", ""))
+    return lines + report.table(("database frames", "MB (float64)", "cKDTree build s", "k-NN eps", "recall",
+                                 "query frames", "k-NN", "graph update", "synthesis", "total", "mean total",
+                                 "OLNG correct hits"), "rrrrrrrrrrrr", rows)
 
 
 def markdown(res: dict) -> str:
@@ -485,69 +502,24 @@ def markdown(res: dict) -> str:
              + ", ".join(f"{k} {v:g}" for k, v in NOISE.items() if v) + " x the channel's standard deviation over "
              "the dataset. NN: plain nearest neighbour (k = 1) per frame; OLNG: the best path's last frame; "
              "synthesis: the weighted geometric median of the best I paths (motiondb.synthesize).", ""]
-    lines += ["## Datasets", "", "| dataset | recording | frames used | clips | rate | notes |", "|---|---|---:|---:|---:|---|"]
-    for d in res["datasets"]:
-        for r in d["recordings"]:
-            lines.append(f"| {d['name']} ({d['channels']} channels) | {r['name']} | {r['frames']} | {r['clips']} | "
-                         f"{r['fps']:.1f}/s | {r['note']} |")
-    lines += ["", "## 1. Scenarios (seed section 4.2.1)", "",
-              "| dataset | scenario | query frames | database frames | avg noise | nearest neighbour | OLNG best path | "
-              "synthesis | avg best-path length | correct hits NN | correct hits OLNG | OLNG within 2 frames | "
-              "median ms/frame |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for key, s in SEED_SCENARIOS.items():
-        hits = (f"{100 * s['hits_nn']:.0f} %", f"{100 * s['hits_olng']:.0f} %") if "hits_nn" in s else ("–", "–")
-        lines.append(f"| seed (39 control points) | {key} | – | 16623 | {s['noise']:.3g} | {s['nn']:.3g} | "
-                     f"{s['olng']:.3g} | {s['synth']:.3g} | {s['length']} | {hits[0]} | {hits[1]} | – | ~5.3 |")
-    for r in res["scenarios"]:
-        if r["input"] != "full":
-            continue
-        hits = ((pct(r["hits_nn"], r["hits_total"]), pct(r["hits_olng"], r["hits_total"]),
-                 pct(r["near_olng"], r["hits_total"])) if "hits_total" in r else ("–", "–", "–"))
-        lines.append(f"| {r['dataset']} | {r['scenario']} {r['label']} | {r['frames']} | {r['db_frames']} | "
-                     f"{fmt(r['noise'])} | {fmt(r['nn'])} | {fmt(r['olng'])} | {fmt(r['synth'])} | "
-                     f"{r['length']:.1f} | {hits[0]} | {hits[1]} | {hits[2]} | {fmt(r['ms_total'])} |")
+    lines += ["## Datasets", ""]
+    lines += report.table(("dataset", "recording", "frames used", "clips", "rate", "notes"), "llrrrl",
+                          ((f"{d['name']} ({d['channels']} channels)", r["name"], r["frames"], r["clips"],
+                            f"{r['fps']:.1f}/s", r["note"]) for d in res["datasets"] for r in d["recordings"]))
+    lines += ["", "## 1. Scenarios (seed section 4.2.1)", ""]
+    lines += report.table(("dataset", "scenario", "query frames", "database frames", "avg noise", "nearest neighbour",
+                           "OLNG best path", "synthesis", "avg best-path length", "correct hits NN",
+                           "correct hits OLNG", "OLNG within 2 frames", "median ms/frame"), "llrrrrrrrrrrr",
+                          scenario_rows(res))
     part = [r for r in res["scenarios"] if r["input"] == "no eyes"]
     if part:
         lines += ["", "## 2. Partial input: the 14 eye channels dropped from the query (output: all channels)", "",
                   "Errors over all channels against the true pose; 'eyes' = over the 14 eye channels only; "
-                  "ratio = partial / full input (the seed: full input about 4-8 % better).", "",
-                  "| dataset | scenario | input channels | NN | OLNG | synthesis | NN eyes | OLNG eyes | synthesis eyes | "
-                  "correct hits OLNG | ratio NN | ratio OLNG | ratio synthesis |",
-                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in part:
-            full = next(f for f in res["scenarios"] if f["input"] == "full" and f["dataset"] == r["dataset"]
-                        and f["scenario"] == r["scenario"])
-            for x in (full, r):
-                hits = pct(x["hits_olng"], x["hits_total"]) if "hits_total" in x else "–"
-                ratio = ("| – | – | – |" if x is full else
-                         f"| {r['nn'] / full['nn']:.2f} | {r['olng'] / full['olng']:.2f} | {r['synth'] / full['synth']:.2f} |")
-                lines.append(f"| {x['dataset']} | {x['scenario']} | {x['query_channels']} | {fmt(x['nn'])} | "
-                             f"{fmt(x['olng'])} | {fmt(x['synth'])} | {fmt(x['eye_nn'])} | {fmt(x['eye_olng'])} | "
-                             f"{fmt(x['eye_synth'])} | {hits} {ratio}")
-    lat = res["latency"]
-    lines += ["", "## 3. Latency per frame (median ms; Step.seconds)", "",
-              "Smooth random-walk data, 39 channels, clips of 250 frames; the query is made of database clips + "
-              "medium noise. Seed: i7 620M, C++ with ANN and L-BFGS.", "",
-              "| K x T | database frames | query frames | k-NN | graph update | synthesis | total | seed k-NN | "
-              "seed graph | seed synthesis | seed total |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in lat["kt"]:
-        s = SEED_KT[r["k"]]
-        lines.append(f"| {r['k']} x {r['t']} | {r['db_frames']} | {r['frames']} | {fmt(r['knn'])} | {fmt(r['graph'])} | "
-                     f"{fmt(r['synthesis'])} | **{fmt(r['total'])}** | {s[0]:g} | {s[1]:g} | {s[2]:g} | {s[3]:g} |")
-    lines += ["", f"Database sizes at 256 x 32; k-NN exact (eps 0) and approximate (cKDTree.query eps = {APPROX_EPS:g}, "
-              "put into the database's tree cache by the benchmark; recall = share of the exact 256 neighbours "
-              "returned, over 20 query frames). `workers=-1` parallelises over query points only: no help for "
-              "one frame at a time.", "",
-              "| database frames | MB (float64) | cKDTree build s | k-NN eps | recall | query frames | k-NN | "
-              "graph update | synthesis | total | mean total | OLNG correct hits |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in lat["sizes"]:
-        lines.append(f"| {r['db_frames']} | {r['mb']:.0f} | {r['build_s']:.2f} | {r['eps']:g} | {r['recall']:.2f} | "
-                     f"{r['frames']} | {fmt(r['knn'])} | {fmt(r['graph'])} | {fmt(r['synthesis'])} | "
-                     f"**{fmt(r['total'])}** | {fmt(r['mean_total'])} | {100 * r['hits']:.0f} % |")
-    lines.append("| seed: 5 / 30 / 100 MB random data (float32 x 39: about 32k / 190k / 640k frames) | | | | | | | | | "
-                 "5 / 8 / 22 | | |")
+                  "ratio = partial / full input (the seed: full input about 4-8 % better).", ""]
+        lines += report.table(("dataset", "scenario", "input channels", "NN", "OLNG", "synthesis", "NN eyes",
+                               "OLNG eyes", "synthesis eyes", "correct hits OLNG", "ratio NN", "ratio OLNG",
+                               "ratio synthesis"), "llrrrrrrrrrrr", partial_rows(res, part))
+    lines += [""] + latency_markdown(res["latency"])
     lines += ["", "## Goals", ""] + [f"- {g}" for g in res["goals"]]
     return "\n".join(lines) + "\n"
 
@@ -593,17 +565,16 @@ def main(argv=None) -> int:
     facial = Path(args.facial)
     csvs = sorted(facial.glob("*.csv")) if facial.is_dir() and not args.synthetic else []
     if csvs:
-        datasets.append(Dataset("facial", [read_live_link_csv(c) for c in csvs], list(ARKIT)))
+        datasets.append(Dataset("facial", [read_live_link_csv(c) for c in csvs], list(ARKIT_BLENDSHAPES)))
     else:
         log("facial CSVs not used: generated facial-like data instead")
-        datasets.append(Dataset("facial (generated)", synthetic_facial(args.seed), list(ARKIT)))
+        datasets.append(Dataset("facial (generated)", synthetic_facial(args.seed), list(ARKIT_BLENDSHAPES)))
     mocap = Path(args.mocap) if args.mocap else None
     if mocap and mocap.is_dir() and not args.synthetic and not args.quick:
         recs, chans = bvh_recordings(mocap)
         if len(recs) >= 2:
             datasets.append(Dataset("BVH (CMU skeleton)", recs, chans))
-    res: dict = dict(commit=source_commit(), machine=f"{platform.machine()}, {os.cpu_count()} cores, "
-                     f"{platform.processor() or platform.system()}, numpy {np.__version__}",
+    res: dict = dict(commit=report.source_commit(), machine=f"{report.machine()}, numpy {np.__version__}",
                      mode="quick" if args.quick else "full", seed=args.seed, noise=NOISE,
                      params=dict(k=params.k, window=params.window, paths=params.paths, a=params.a, b=params.b,
                                  stay=params.stay),
@@ -622,13 +593,7 @@ def main(argv=None) -> int:
         res["latency"] = latency(args.quick, args.seed)
     res["goals"] = goals(res)
     res["seconds"] = time.perf_counter() - t_start
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    md = markdown(res) + f"\nRun time {res['seconds']:.0f} s.\n"
-    (out / "benchmark_motion_db.md").write_text(md)
-    (out / "benchmark_motion_db.json").write_text(json.dumps(res, indent=1, default=float))
-    print(md)
-    log(f"wrote {out / 'benchmark_motion_db.md'} and .json")
+    report.publish(args.out, "benchmark_motion_db", markdown(res) + f"\nRun time {res['seconds']:.0f} s.\n", res)
     return 0
 
 

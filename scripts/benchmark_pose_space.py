@@ -29,16 +29,13 @@ by Blender's own cloth simulation (bpy module; an analytic travelling-wave flag 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import statistics
 import sys
-import time
-from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
+from benchmarking import report  # noqa: E402
+from benchmarking.report import fmt, log  # noqa: E402
 
 be.add_core_to_path()
 
@@ -50,10 +47,6 @@ from anim_signals.posespace import canvas  # noqa: E402
 
 HORSE = be.REPO_ROOT.parent / "shared" / "data" / "mesh" / "horse_gallop"
 SEED_TABLE1 = {"f": 1.0, "rbf": 1.0, "g": 10.0, "h": 166.0}  # ms, Fig. 1 row: 24 frames, d = 25,293
-
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -127,14 +120,15 @@ def _baked_flag(bpy, n: int) -> np.ndarray:
     rows = []
     nv = len(ob.data.vertices)
     buf = np.empty(3 * nv, dtype=np.float32)
-    for f in range(1, n + 21):  # the cloth settles for 20 frames first
-        scene.frame_set(f)
-        if f > 20:
-            ev = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
-            mesh = ev.to_mesh()
-            mesh.vertices.foreach_get("co", buf)
-            ev.to_mesh_clear()
-            rows.append(buf.astype(np.float64).copy())
+    with be.visiting_frames() as go_to:
+        for f in range(1, n + 21):  # the cloth settles for 20 frames first
+            depsgraph = go_to(f)
+            if f > 20:
+                ev = ob.evaluated_get(depsgraph)
+                mesh = ev.to_mesh()
+                mesh.vertices.foreach_get("co", buf)
+                ev.to_mesh_clear()
+                rows.append(buf.astype(np.float64).copy())
     return np.array(rows)
 
 
@@ -148,13 +142,9 @@ def per_vertex_error(z: np.ndarray, approx: np.ndarray) -> dict[str, float]:
 
 
 def timed(fn, repeats: int) -> tuple[float, object]:
-    fn()  # warm-up
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return 1000.0 * statistics.median(times), out
+    """Median milliseconds of ``fn()`` (after a warm-up call) and its last result."""
+    median, _runs, out = report.timed(fn, repeats)
+    return 1000.0 * median, out
 
 
 def error_grid(name: str, z: np.ndarray, quick: bool) -> list[dict]:
@@ -288,55 +278,32 @@ def frame_rate_conversion(name: str, z: np.ndarray, settings: list[tuple[str, di
 # report
 
 
-def source_commit() -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "-C", str(be.REPO_ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except Exception:
-        return "unknown"
-
-
-def fmt(v, nd=3) -> str:
-    if isinstance(v, float):
-        if v != v:
-            return "–"
-        return f"{v:.{nd}g}"
-    return str(v)
-
-
 def markdown(res: dict) -> str:
+    nan = float("nan")
     lines = ["# Pose-space benchmark (Cashman & Hormann)", "",
              f"Commit {res['commit']}, {res['machine']}. Errors per vertex in the sequence's units (RMS / max over "
              "vertices and frames, seed eq. 2).", ""]
-    lines += ["## Sequences", "", "| sequence | frames | vertices | source |", "|---|---:|---:|---|"]
-    for s in res["sequences"]:
-        lines.append(f"| {s['name']} | {s['frames']} | {s['vertices']} | {s['source']} |")
-    lines += ["", "## 1. Reconstruction error vs k, l, m", "",
-              "| sequence | k | l | m | RMS | max |", "|---|---:|---:|---:|---:|---:|"]
-    for r in res["errors"]:
-        lines.append(f"| {r['sequence']} | {r['k']} | {r['l']} | {r['m']} | {fmt(r['rms'])} | {fmt(r['max'])} |")
-    lines += ["", "## 2. Step times (ms, median) vs the seed's Table 1 (24 frames x 25,293 values, 2.67 GHz i7)", "",
-              "| sequence | frames x values | h (PCA) | one RBF fit | g (greedy + fit) | f | MDS |",
-              "|---|---|---:|---:|---:|---:|---:|",
-              f"| seed, Fig. 1 horse | 24 x 25293 | {SEED_TABLE1['h']:g} | {SEED_TABLE1['rbf']:g} | "
-              f"{SEED_TABLE1['g']:g} | {SEED_TABLE1['f']:g} | – |"]
-    for r in res["times"]:
-        lines.append(f"| {r['sequence']} | {r['size']} | {fmt(r['h'])} | {fmt(r['rbf'])} | {fmt(r['g'])} | "
-                     f"{fmt(r['f'])} | {fmt(r['mds'])} |")
-    lines += ["", "## 3. Canvas update latency (ms, median)", "",
-              "| sequence | m | core: g(p) (shape-key values) | core: full mesh h(g(p)) | Blender: set m keys | "
-              "Blender: set keys + depsgraph + read mesh | check (max abs) |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in res["latency"]:
-        lines.append(f"| {r['sequence']} | {r['m']} | {fmt(r['core_weights_ms'])} | {fmt(r['core_full_mesh_ms'])} | "
-                     f"{fmt(r.get('blender_set_keys_ms', float('nan')))} | "
-                     f"{fmt(r.get('blender_update_ms', float('nan')))} | {fmt(r.get('blender_check_max_abs', float('nan')))} |")
-    lines += ["", "## 4. Frame-rate conversion (every other frame held back)", "",
-              "| sequence | method | RMS | max |", "|---|---|---:|---:|"]
-    for r in res["conversion"]:
-        lines.append(f"| {r['sequence']} | {r['method']} | {fmt(r['rms'])} | {fmt(r['max'])} |")
+    lines += ["## Sequences", ""]
+    lines += report.table(("sequence", "frames", "vertices", "source"), "lrrl",
+                          ((s["name"], s["frames"], s["vertices"], s["source"]) for s in res["sequences"]))
+    lines += ["", "## 1. Reconstruction error vs k, l, m", ""]
+    lines += report.table(("sequence", "k", "l", "m", "RMS", "max"), "lrrrrr",
+                          ((r["sequence"], r["k"], r["l"], r["m"], fmt(r["rms"]), fmt(r["max"])) for r in res["errors"]))
+    lines += ["", "## 2. Step times (ms, median) vs the seed's Table 1 (24 frames x 25,293 values, 2.67 GHz i7)", ""]
+    seed = ("seed, Fig. 1 horse", "24 x 25293", *(f"{SEED_TABLE1[k]:g}" for k in ("h", "rbf", "g", "f")), "–")
+    lines += report.table(("sequence", "frames x values", "h (PCA)", "one RBF fit", "g (greedy + fit)", "f", "MDS"),
+                          "llrrrrr", [seed] + [(r["sequence"], r["size"], *(fmt(r[k]) for k in ("h", "rbf", "g", "f", "mds")))
+                                               for r in res["times"]])
+    lines += ["", "## 3. Canvas update latency (ms, median)", ""]
+    lines += report.table(("sequence", "m", "core: g(p) (shape-key values)", "core: full mesh h(g(p))",
+                           "Blender: set m keys", "Blender: set keys + depsgraph + read mesh", "check (max abs)"),
+                          "lrrrrrr",
+                          ((r["sequence"], r["m"], fmt(r["core_weights_ms"]), fmt(r["core_full_mesh_ms"]),
+                            fmt(r.get("blender_set_keys_ms", nan)), fmt(r.get("blender_update_ms", nan)),
+                            fmt(r.get("blender_check_max_abs", nan))) for r in res["latency"]))
+    lines += ["", "## 4. Frame-rate conversion (every other frame held back)", ""]
+    lines += report.table(("sequence", "method", "RMS", "max"), "llrr",
+                          ((r["sequence"], r["method"], fmt(r["rms"]), fmt(r["max"])) for r in res["conversion"]))
     if res.get("canvases"):
         lines += ["", "Canvases (pose space at 0.2 % of the object size, as `build_pose_space` defaults): " +
                   ", ".join(f"`{c}`" for c in res["canvases"])]
@@ -383,7 +350,7 @@ def main(argv=None) -> int:
     seqs.append(("twisting cylinder", twisting_cylinder(), "generated"))
     flag, flag_source = cloth_flag(40 if args.quick else 60)
     seqs.append(("cloth flag", flag, flag_source))
-    res: dict = dict(commit=source_commit(), machine=f"{platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
+    res: dict = dict(commit=report.source_commit(), machine=report.machine(),
                      sequences=[dict(name=n, frames=int(z.shape[0]), vertices=int(z.shape[1] // 3), source=s)
                                 for n, z, s in seqs],
                      errors=[], times=[], latency=[], conversion=[])
@@ -406,8 +373,7 @@ def main(argv=None) -> int:
             ("seed-like (16, 12, 7)", dict(k=min(16, n_kept + 2), l=min(12, n_kept), m=min(7, n_kept - 1))),
         ])
     res["goals"] = goals(res)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = be.ensure_dir(args.out)
     res["canvases"] = []
     for name, z, _ in seqs:  # the pose space of each sequence as the canvas draws it (no GPU)
         space = ps.build_pose_space(z, tolerance=0.002 * float(np.ptp(z.reshape(z.shape[0], -1, 3), axis=(0, 1)).max()))
@@ -416,11 +382,7 @@ def main(argv=None) -> int:
         canvas.render_png(canvas.canvas_geometry(space, view, current_time=float(space.frames[len(space.frames) // 3])),
                           png)
         res["canvases"].append(png.name)
-    md = markdown(res)
-    (out / "benchmark_pose_space.md").write_text(md)
-    (out / "benchmark_pose_space.json").write_text(json.dumps(res, indent=1, default=float))
-    print(md)
-    log(f"wrote {out / 'benchmark_pose_space.md'} and .json")
+    report.publish(out, "benchmark_pose_space", markdown(res), res)
     return 0
 
 

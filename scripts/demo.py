@@ -188,8 +188,6 @@ def fit(ob, args):
     fitted_fcs = [by_key[be.channel_key(fc)] for fc in fcs]
     approx = be.sample_fcurves(fitted_fcs, frames)
     keys_after = be.count_keys(fitted_fcs)
-    err = approx - values
-    kinds_a = np.asarray(kinds)
     stats = {
         "object": ob.name,
         "frames": len(frames),
@@ -202,16 +200,10 @@ def fit(ob, args):
         "tol_rot": args.max_error_rotation,
         "tol_loc": args.max_error_location,
     }
-    for k in ("rotation", "location", "quaternion", "other"):
-        sel = kinds_a == k
-        if sel.any():
-            scale = be.DEG if k == "rotation" else 1.0
-            stats[f"rms_{k}"] = float(np.sqrt(np.mean(err[:, sel] ** 2)) * scale)
-            stats[f"max_{k}"] = float(np.abs(err[:, sel]).max() * scale)
+    stats.update({f"rms_{k}": v for k, v in be.rms_by_kind(values, approx, kinds).items()})
+    stats.update({f"max_{k}": v for k, v in be.errors_by_kind(values, approx, kinds).items()})
     if ob.type == 'ARMATURE':
-        wf = frames
-        if len(wf) > 400:
-            wf = frames[np.unique(np.linspace(0, len(frames) - 1, 400).round().astype(int))]
+        wf = be.spread_frames(frames, 400)
         ref = be.bone_world_positions(ob, wf, orig)
         got = be.bone_world_positions(ob, wf, fitted)
         d = np.linalg.norm(ref - got, axis=-1) * 100.0 * be.bpy_unit_scale()
@@ -282,9 +274,7 @@ def make_loop(ob, orig_action, min_period=0, max_period=0):
     """Loop the best stride of the original dense clip on a copy of the armature (AUTO range)."""
     walker = ob.copy()
     walker.name = f"{ob.name}_loop"
-    walker.animation_data.action = orig_action
-    if hasattr(walker.animation_data, "action_slot") and len(orig_action.slots):
-        walker.animation_data.action_slot = orig_action.slots[0]
+    be.assign_action(walker, orig_action)
     bpy.context.scene.collection.objects.link(walker)
     walker.location.x += 1.0  # beside the fitted one
     t0 = time.perf_counter()

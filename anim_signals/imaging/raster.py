@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["BLACK", "FONT_H", "FONT_W", "GREY", "HIGHLIGHT", "LIGHT", "PALETTE", "WHITE", "dendrogram_image",
+__all__ = ["BLACK", "FONT_H", "FONT_W", "GREY", "HIGHLIGHT", "LIGHT", "PALETTE", "WHITE", "blend_pixels", "dendrogram_image",
            "draw_line", "draw_rect", "draw_text", "encode_png", "fill_circle", "fill_rect", "glyph", "new_canvas",
            "text_size", "to_blender_pixels", "write_png"]
 
@@ -139,8 +139,25 @@ def _rgba(color: Color) -> np.ndarray:
     return np.clip(c, 0.0, 1.0)
 
 
-def _blend_at(img: np.ndarray, rows, cols, color: Color) -> None:
-    """Alpha-composite ``color`` over the pixels (rows, cols) (index arrays or slices)."""
+def blend_pixels(img: np.ndarray, rows, cols, color: Color) -> None:
+    """Alpha-composite ``color`` over some pixels of ``img``, in place.
+
+    Parameters
+    ----------
+    img : ndarray of float32, shape (H, W, 4)
+        An RGBA canvas (:func:`new_canvas`).
+    rows, cols : ndarray of int or slice
+        The pixels: index arrays of equal length, or slices.
+    color : sequence of float
+        RGB or RGBA in [0, 1] (clipped); an opaque colour replaces the pixels.
+
+    Examples
+    --------
+    >>> img = new_canvas(2, 3, (0.0, 0.0, 0.0, 1.0))
+    >>> blend_pixels(img, np.array([0, 1]), np.array([2, 0]), (1.0, 1.0, 1.0, 0.5))
+    >>> img[0, 2].tolist(), img[1, 1].tolist()
+    ([0.5, 0.5, 0.5, 1.0], [0.0, 0.0, 0.0, 1.0])
+    """
     c = _rgba(color)
     a = c[3]
     if a >= 1.0:
@@ -170,7 +187,7 @@ def fill_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color
     ya, yb = sorted((int(round(y0)), int(round(y1))))
     xa, xb, ya, yb = max(xa, 0), min(xb, w), max(ya, 0), min(yb, h)
     if xa < xb and ya < yb:
-        _blend_at(img, slice(ya, yb), slice(xa, xb), color)
+        blend_pixels(img, slice(ya, yb), slice(xa, xb), color)
 
 
 def draw_rect(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color: Color, width: int = 1) -> None:
@@ -228,11 +245,13 @@ def draw_line(img: np.ndarray, x0: float, y0: float, x1: float, y1: float, color
     h, w = img.shape[:2]
     keep = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
     pix = np.unique(ys[keep] * w + xs[keep])
-    _blend_at(img, pix // w, pix % w, color)
+    blend_pixels(img, pix // w, pix % w, color)
 
 
-def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Color) -> None:
-    """A filled disc: the pixels whose centres lie within ``radius`` of (cx, cy).
+def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Color,
+                inner: float | None = None) -> None:
+    """A filled disc: the pixels whose centres lie within ``radius`` of (cx, cy); with ``inner``, a
+    ring: those at least ``inner`` away too.
 
     Parameters
     ----------
@@ -242,6 +261,8 @@ def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Col
         Centre and radius in pixels.
     color : sequence of float
         RGB or RGBA in [0, 1].
+    inner : float, optional
+        Inner radius of a ring, in pixels.
     """
     h, w = img.shape[:2]
     ya, yb = max(int(np.floor(cy - radius)), 0), min(int(np.ceil(cy + radius)) + 1, h)
@@ -249,8 +270,11 @@ def fill_circle(img: np.ndarray, cx: float, cy: float, radius: float, color: Col
     if xa >= xb or ya >= yb:
         return
     yy, xx = np.mgrid[ya:yb, xa:xb]
-    inside = (xx - cx) ** 2 + (yy - cy) ** 2 <= radius * radius + 0.25
-    _blend_at(img, yy[inside], xx[inside], color)
+    d2 = (xx - cx) ** 2 + (yy - cy) ** 2
+    inside = d2 <= radius * radius + 0.25
+    if inner is not None:
+        inside &= d2 >= inner * inner - 0.25
+    blend_pixels(img, yy[inside], xx[inside], color)
 
 
 def text_size(text: str, scale: int = 1) -> tuple[int, int]:
@@ -322,7 +346,7 @@ def draw_text(img: np.ndarray, x: float, y: float, text: str, color: Color = BLA
     h, w = img.shape[:2]
     keep = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
     if keep.any():
-        _blend_at(img, ys[keep], xs[keep], color)
+        blend_pixels(img, ys[keep], xs[keep], color)
     return tw, th
 
 

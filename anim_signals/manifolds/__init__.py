@@ -8,11 +8,12 @@ Modules
 -------
 clips
     A clip as one multichannel curve: Euler / quaternion / location channels to motion-curve
-    coordinates and back, resampling.
+    coordinates and back, two clips moved next to each other (``harmonise``), resampling.
 srv
     The SRV map, its inverse and the projection onto closed curves.
 loop
-    Seamless cycles (:func:`make_loop`, :func:`find_cycle`) and the baselines.
+    Seamless cycles (:func:`make_loop`, :func:`find_cycle`), seam measures (``seam_jump``,
+    ``nearly_closed``, ``joint_seam``) and the baselines.
 elastic
     Geodesics, elastic distances, blends, Karcher means and clustering of clips.
 skeleton
@@ -25,6 +26,7 @@ from .clips import (
     QUATERNION,
     euler_triples,
     from_motion_curve,
+    harmonise,
     quaternion_groups,
     resample,
     to_motion_curve,
@@ -53,8 +55,10 @@ from .loop import (
     SeamJump,
     crossfade_loop,
     find_cycle,
+    joint_seam,
     make_loop,
     median_frame_change,
+    nearly_closed,
     seam_jump,
     select_travel,
 )
@@ -100,13 +104,16 @@ __all__ = [
     "find_cycle",
     "from_motion_curve",
     "geodesic_closed",
+    "harmonise",
     "heading_frames",
     "iter_distance_matrix",
+    "joint_seam",
     "karcher_mean",
     "linear_distance",
     "make_loop",
     "median_frame_change",
     "nearest",
+    "nearly_closed",
     "normalise",
     "prepare",
     "project_closed",

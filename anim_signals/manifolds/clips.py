@@ -7,8 +7,10 @@ that round-trips by normalising).  Clips of different lengths or frame rates are
 resampling to a common number of samples, as the paper does ("scaling them to a common (time)
 length").
 
-Channel kinds are the strings :data:`EULER`, :data:`QUATERNION`, :data:`LOCATION` (any other
-string: a plain value channel).
+Channel kinds are those of :mod:`anim_signals.channels` (:data:`EULER`, :data:`QUATERNION`,
+:data:`LOCATION`; any other kind: a plain value channel), and so are the grouping helpers
+(:func:`quaternion_groups`, :func:`euler_triples`) and :func:`to_motion_curve` itself
+(:func:`anim_signals.channels.make_continuous`), re-exported here.
 """
 
 from __future__ import annotations
@@ -17,131 +19,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..channels import EULER_ORDERS, continuous_quaternions, euler_filter, unwrap_angles
+from ..channels import EULER, LOCATION, QUATERNION, euler_triples, make_continuous, quaternion_groups
 
-__all__ = ["EULER", "QUATERNION", "LOCATION", "euler_triples", "from_motion_curve", "quaternion_groups", "resample",
-           "to_motion_curve"]
+__all__ = ["EULER", "QUATERNION", "LOCATION", "euler_triples", "from_motion_curve", "harmonise", "quaternion_groups",
+           "resample", "to_motion_curve"]
 
-EULER = "EULER"
-QUATERNION = "QUATERNION"
-LOCATION = "LOCATION"
-
-
-def quaternion_groups(kinds: Sequence[str], owners: Sequence[str] | None = None) -> list[np.ndarray]:
-    """Column indices of each complete quaternion (4 QUATERNION channels of one owner, in order).
-
-    Parameters
-    ----------
-    kinds : sequence of str, length n
-        Kind of each channel.
-    owners : sequence of str, length n, optional
-        Owner of each channel (bone name); without it, consecutive runs of 4 quaternion
-        channels form the groups.
-
-    Returns
-    -------
-    list of ndarray of int, shape (4,)
-    """
-    idx = [j for j, k in enumerate(kinds) if k == QUATERNION]
-    if owners is None:
-        return [np.array(idx[i:i + 4]) for i in range(0, len(idx) - len(idx) % 4, 4)]
-    by_owner: dict[str, list[int]] = {}
-    for j in idx:
-        by_owner.setdefault(owners[j], []).append(j)
-    return [np.array(cols) for cols in by_owner.values() if len(cols) == 4]
-
-
-def euler_triples(kinds: Sequence[str], owners: Sequence[str] | None,
-                  rotation_modes: Sequence[str | None] | None,
-                  indices: Sequence[int] | None = None) -> list[tuple[np.ndarray, str]]:
-    """Columns (x, y, z) and rotation order of every complete Euler rotation whose order is known.
-
-    Parameters
-    ----------
-    kinds : sequence of str, length n
-        Kind of each channel.
-    owners : sequence of str, length n, or None
-        Owner of each channel (bone name); None: no triples.
-    rotation_modes : sequence of str or None, length n, or None
-        Each channel's owner's rotation mode (e.g. ``'ZXY'``); None: no triples.
-    indices : sequence of int, length n, optional
-        Each channel's component (F-curve array_index); default: in x, y, z order.
-
-    Returns
-    -------
-    list of (ndarray of int, shape (3,), str)
-    """
-    if owners is None or rotation_modes is None:
-        return []
-    by_owner: dict[str, list[int]] = {}
-    for j, k in enumerate(kinds):
-        if k == EULER:
-            by_owner.setdefault(owners[j], []).append(j)
-    out = []
-    for cols in by_owner.values():
-        mode = rotation_modes[cols[0]]
-        if len(cols) == 3 and mode in EULER_ORDERS:
-            if indices is not None:
-                comps = [int(indices[c]) for c in cols]
-                if sorted(comps) != [0, 1, 2]:
-                    continue
-                cols = [c for _, c in sorted(zip(comps, cols))]
-            out.append((np.array(cols), str(mode)))
-    return out
-
-
-def to_motion_curve(values: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None,
-                    rotation_modes: Sequence[str | None] | None = None,
-                    indices: Sequence[int] | None = None) -> np.ndarray:
-    """Channel samples as one continuous curve: Euler columns unwrapped, quaternions sign-continuous.
-
-    With ``owners`` and ``rotation_modes``, complete Euler triples also lose gimbal flips
-    (:func:`anim_signals.channels.euler_filter`), which raw mocap has.
-
-    Parameters
-    ----------
-    values : ndarray, shape (N, n)
-        One column per channel; angles in radians.
-    kinds : sequence of str, length n
-        Kind of each channel (:data:`EULER`, :data:`QUATERNION`, :data:`LOCATION`, other).
-    owners : sequence of str, length n, optional
-        Owner (bone) of each channel.
-    rotation_modes : sequence of str or None, length n, optional
-        Each channel's owner's rotation mode, e.g. ``'ZXY'``.
-    indices : sequence of int, length n, optional
-        Each channel's component (F-curve array_index) when a triple is not stored in x, y, z
-        order.
-
-    Returns
-    -------
-    ndarray, shape (N, n)
-
-    Raises
-    ------
-    ValueError
-        If ``values`` is not (N, len(kinds)).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> wrapped = np.array([[3.0], [-3.0]])  # radians, across +-pi
-    >>> np.round(to_motion_curve(wrapped, [EULER]), 4).ravel().tolist()
-    [3.0, 3.2832]
-    """
-    curve = np.array(values, dtype=float, copy=True)
-    if curve.ndim != 2 or curve.shape[1] != len(kinds):
-        raise ValueError(f"values must be (frames, {len(kinds)}), got {curve.shape}")
-    triples = euler_triples(kinds, owners, rotation_modes, indices)
-    filtered: set[int] = set()
-    for cols, order in triples:
-        curve[:, cols] = euler_filter(curve[:, cols], order)
-        filtered.update(int(c) for c in cols)
-    euler = [j for j, k in enumerate(kinds) if k == EULER and j not in filtered]
-    if euler:
-        curve[:, euler] = unwrap_angles(curve[:, euler])
-    for cols in quaternion_groups(kinds, owners):
-        curve[:, cols] = continuous_quaternions(curve[:, cols])
-    return curve
+# A clip's motion curve is its channels made continuous: the one preparation every tool shares.
+to_motion_curve = make_continuous
 
 
 def from_motion_curve(curve: np.ndarray, kinds: Sequence[str], owners: Sequence[str] | None = None) -> np.ndarray:
@@ -163,6 +47,44 @@ def from_motion_curve(curve: np.ndarray, kinds: Sequence[str], owners: Sequence[
     for cols in quaternion_groups(kinds, owners):
         norm = np.linalg.norm(out[:, cols], axis=1, keepdims=True)
         out[:, cols] /= np.where(norm > 0.0, norm, 1.0)
+    return out
+
+
+def harmonise(curve: np.ndarray, reference: np.ndarray, kinds: Sequence[str], owners: Sequence[str]) -> np.ndarray:
+    """``curve`` moved next to ``reference`` (same channels, any lengths): the same poses, comparable numbers.
+
+    Each Euler channel is shifted by the whole number of turns that brings its mean nearest the
+    reference's mean; each complete quaternion (:func:`quaternion_groups` by ``owners``) is
+    negated when its mean points away from the reference's mean (negative dot product).
+
+    Parameters
+    ----------
+    curve : ndarray, shape (n_frames, n_channels)
+        A motion curve (:func:`to_motion_curve`); angles in radians.
+    reference : ndarray, shape (m_frames, n_channels)
+        The motion curve to move next to (any number of frames).
+    kinds, owners : sequence of str, length n_channels
+        Kind and owner (bone) of each channel.
+
+    Returns
+    -------
+    ndarray, shape (n_frames, n_channels)
+        A new array; ``curve`` is not changed.
+
+    Examples
+    --------
+    >>> ref = np.array([[0.1], [0.2]])
+    >>> harmonise(ref + 2 * np.pi, ref, [EULER], ["a"]).round(6).tolist()
+    [[0.1], [0.2]]
+    """
+    out = np.array(curve, dtype=float, copy=True)
+    for j, k in enumerate(kinds):
+        if k == EULER:
+            turns = np.round((float(np.mean(reference[:, j])) - float(np.mean(out[:, j]))) / (2.0 * np.pi))
+            out[:, j] += 2.0 * np.pi * turns
+    for cols in quaternion_groups(kinds, owners):
+        if float(np.dot(out[:, cols].mean(axis=0), reference[:, cols].mean(axis=0))) < 0.0:
+            out[:, cols] *= -1.0
     return out
 
 

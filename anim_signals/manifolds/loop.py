@@ -26,8 +26,8 @@ import numpy as np
 from ..channels import check_finite
 from .srv import project_closed, srv, srv_inverse, srv_length
 
-__all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "make_loop", "median_frame_change",
-           "seam_jump", "select_travel"]
+__all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "joint_seam", "make_loop",
+           "median_frame_change", "nearly_closed", "seam_jump", "select_travel"]
 
 MIN_FRAMES = 4  # a loop needs a first and last step plus one frame between them
 
@@ -205,6 +205,74 @@ def median_frame_change(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     c = _check(values)
     return np.median(np.abs(np.diff(c, axis=0)), axis=0), np.median(np.abs(np.diff(c, n=2, axis=0)), axis=0)
+
+
+def nearly_closed(values: np.ndarray, travel: Sequence[int] = ()) -> bool:
+    """Whether the clip ends close to where it starts (so it may be treated as a cycle).
+
+    Every channel's seam jump (:func:`seam_jump`) must be within three median frame-to-frame
+    changes (:func:`median_frame_change`) plus 1 % of the channel's range (plus 1e-6).
+
+    Parameters
+    ----------
+    values : ndarray, shape (N, n)
+        A continuous clip, at least 4 frames.
+    travel : sequence of int
+        Channels looped as velocity: measured net of their travel over the clip (no pose jump).
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        On the input errors of :func:`seam_jump`.
+
+    Examples
+    --------
+    >>> t = np.linspace(0.0, 2.0 * np.pi, 50)[:, None]
+    >>> nearly_closed(np.sin(t)), nearly_closed(t)
+    (True, False)
+    """
+    jump = seam_jump(values, travel=travel)
+    med, _ = median_frame_change(values)
+    allowed = 3.0 * np.asarray(med) + 0.01 * np.ptp(values, axis=0) + 1e-6
+    return bool(np.all(np.asarray(jump.pose) <= allowed))
+
+
+def joint_seam(heads: np.ndarray, roots: Sequence[int] | None) -> tuple[float, float]:
+    """The seam jump of joints in space as a loop over frames lo..hi plays.
+
+    Parameters
+    ----------
+    heads : ndarray, shape (4, n_joints, 3)
+        Joint positions at frames lo, lo + 1, hi - 1 and hi (z up), in any length unit.
+    roots : sequence of int or None
+        Root joints whose mean horizontal (x, y) displacement from lo to hi is the travel ``d``
+        over one cycle (``None``: the loop plays in place, ``d`` = 0).
+
+    Returns
+    -------
+    pose : float
+        The largest joint distance ``|h(hi) - h(lo) - d|``, in the units of ``heads``.
+    velocity : float
+        The largest change of a joint's step across the seam
+        ``|(h(hi) - h(hi-1)) - (h(lo+1) - h(lo))|``, in the units of ``heads`` per frame.
+
+    Examples
+    --------
+    >>> walk = np.array([[[0.0, 0.0, 1.0]], [[1.0, 0.0, 1.0]], [[9.0, 0.0, 1.0]], [[10.0, 0.0, 1.0]]])
+    >>> joint_seam(walk, [0]), joint_seam(walk, None)
+    ((0.0, 0.0), (10.0, 0.0))
+    """
+    offset = np.zeros(3)
+    if roots is not None:
+        offset = (heads[3, list(roots)] - heads[0, list(roots)]).mean(axis=0)
+        offset[2] = 0.0
+    pose = np.linalg.norm(heads[3] - heads[0] - offset, axis=-1).max()
+    velocity = np.linalg.norm((heads[3] - heads[2]) - (heads[1] - heads[0]), axis=-1).max()
+    return float(pose), float(velocity)
 
 
 def _match_seam_velocity(c: np.ndarray, window: int) -> np.ndarray:

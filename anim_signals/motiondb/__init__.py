@@ -7,24 +7,44 @@ a pose synthesised from the best paths.
 Modules
 -------
 graph
-    :class:`MotionDatabase`, :class:`OLNGParams`, the streaming :class:`Reconstructor` and
-    batch :func:`reconstruct`.
+    :class:`MotionDatabase`, :class:`OLNGParams`, the streaming :class:`Reconstructor`, batch
+    :func:`reconstruct` and its step-by-step :func:`iter_reconstruct`.
+channels
+    Channel names as users type them and rigs spell them (:func:`match_names`, eye channels).
 livelink
-    Live Link Face CSV recordings (ARKit face tracking) as arrays, and a generated ARKit face
-    for tests and demos.
+    Live Link Face CSV recordings (ARKit face tracking) as arrays, and the ARKit channel names.
+generated
+    A generated ARKit face and blendshape weights, for tests and demos.
 """
 
-from .graph import Batch, MotionDatabase, OLNGParams, Reconstructor, Step, reconstruct, synthesize
+from .channels import is_eye_channel, match_names
+from .generated import FaceMesh, generated_expressions, generated_face
+from .graph import (
+    Batch,
+    MotionDatabase,
+    OLNGParams,
+    Reconstructor,
+    Step,
+    iter_reconstruct,
+    reconstruct,
+    synthesize,
+)
 from .livelink import LiveLinkError, LiveLinkRecording, read_csv, write_csv
 
 __all__ = [
     "Batch",
+    "FaceMesh",
     "LiveLinkError",
     "LiveLinkRecording",
     "MotionDatabase",
     "OLNGParams",
     "Reconstructor",
     "Step",
+    "generated_expressions",
+    "generated_face",
+    "is_eye_channel",
+    "iter_reconstruct",
+    "match_names",
     "read_csv",
     "reconstruct",
     "synthesize",

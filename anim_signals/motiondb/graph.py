@@ -22,12 +22,21 @@ Queries may use any subset of the channels (partial input); outputs are always f
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Batch", "MotionDatabase", "OLNGParams", "Reconstructor", "Step", "reconstruct", "synthesize"]
+__all__ = [
+    "Batch",
+    "MotionDatabase",
+    "OLNGParams",
+    "Reconstructor",
+    "Step",
+    "iter_reconstruct",
+    "reconstruct",
+    "synthesize",
+]
 
 WEISZFELD_STEPS = 6  # then Newton: Weiszfeld is robust far from the minimum, Newton fast near it
 
@@ -493,12 +502,62 @@ class Batch:
     seconds: np.ndarray
 
 
+def iter_reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
+                     query_channels: Sequence[str] | None = None) -> Generator[float, None, Batch]:
+    """:func:`reconstruct` step by step: yields progress after each query frame, returns the batch.
+
+    Parameters
+    ----------
+    db, queries, params, query_channels
+        As :func:`reconstruct`.
+
+    Yields
+    ------
+    float
+        (i + 1) / n after query frame i.
+
+    Returns
+    -------
+    Batch
+        As ``StopIteration.value`` (``batch = yield from iter_reconstruct(...)``).
+
+    Raises
+    ------
+    ValueError
+        As :class:`Reconstructor`, when the generator is first advanced.
+    """
+    rec = Reconstructor(db, params, query_channels)
+    q = np.atleast_2d(np.asarray(queries, dtype=float))
+    n, d = q.shape[0], len(db.channels)
+    poses = np.full((n, d), np.nan)
+    best = np.full((n, d), np.nan)
+    best_index = np.full(n, -1, dtype=np.int64)
+    best_length = np.zeros(n, dtype=np.int64)
+    best_cost = np.full(n, np.nan)
+    seconds = np.zeros((n, 3))
+    for i in range(n):
+        if np.all(np.isfinite(q[i])):
+            s = rec.step(q[i])
+            poses[i], best[i] = s.pose, s.best
+            best_index[i], best_length[i], best_cost[i] = s.best_index, s.best_length, s.best_cost
+            seconds[i] = (s.seconds["knn"], s.seconds["graph"], s.seconds["synthesis"])
+        elif i > 0:
+            poses[i], best[i] = poses[i - 1], best[i - 1]
+        yield (i + 1) / n
+    valid = np.flatnonzero(np.isfinite(poses[:, 0])) if d else np.array([], dtype=int)
+    if valid.size and valid[0] > 0:
+        poses[: valid[0]] = poses[valid[0]]
+        best[: valid[0]] = best[valid[0]]
+    return Batch(poses, best, best_index, best_length, best_cost, seconds)
+
+
 def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
                 query_channels: Sequence[str] | None = None) -> Batch:
     """The streaming reconstruction over a whole clip (identical to calling :meth:`Reconstructor.step`).
 
     A query frame with NaN values (a dropped capture frame) does not update the graph: the previous
     output is held (the first frames, before any valid one, take the first valid output).
+    :func:`iter_reconstruct` is the same with progress.
 
     Parameters
     ----------
@@ -529,26 +588,9 @@ def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | No
     >>> bool(np.abs(batch.poses - clip[50:100]).mean() < 0.5 * np.abs(noisy - clip[50:100]).mean())
     True
     """
-    rec = Reconstructor(db, params, query_channels)
-    q = np.atleast_2d(np.asarray(queries, dtype=float))
-    n, d = q.shape[0], len(db.channels)
-    poses = np.full((n, d), np.nan)
-    best = np.full((n, d), np.nan)
-    best_index = np.full(n, -1, dtype=np.int64)
-    best_length = np.zeros(n, dtype=np.int64)
-    best_cost = np.full(n, np.nan)
-    seconds = np.zeros((n, 3))
-    for i in range(n):
-        if not np.all(np.isfinite(q[i])):
-            if i > 0:
-                poses[i], best[i] = poses[i - 1], best[i - 1]
-            continue
-        s = rec.step(q[i])
-        poses[i], best[i] = s.pose, s.best
-        best_index[i], best_length[i], best_cost[i] = s.best_index, s.best_length, s.best_cost
-        seconds[i] = (s.seconds["knn"], s.seconds["graph"], s.seconds["synthesis"])
-    valid = np.flatnonzero(np.isfinite(poses[:, 0])) if d else np.array([], dtype=int)
-    if valid.size and valid[0] > 0:
-        poses[: valid[0]] = poses[valid[0]]
-        best[: valid[0]] = best[valid[0]]
-    return Batch(poses, best, best_index, best_length, best_cost, seconds)
+    steps = iter_reconstruct(db, queries, params, query_channels)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value

@@ -8,11 +8,23 @@ space), with edits that return a new :class:`PoseSpace`.
 Modules
 -------
 signals
-    The three signals, MDS placement with pinned frames, :func:`build_pose_space` and
-    :class:`PoseSpace` with its edits.
+    The three signals h, g, f and the MDS placement of the frames with pinned frames.
+space
+    :class:`PoseSpace` with its edits, :func:`build_pose_space`, and the checks and default
+    tolerance a build applies to raw frames.
+retime
+    Re-timing (speed, frame count, frame rate, a range) and the whole frames a bake keys.
+controls
+    The model as shape keys (key scales, targets and values) and as armature channels.
 canvas
-    Pure geometry of the pose-space canvas: view transform, what to draw, hit-testing,
-    strokes, and a software rendering to RGBA / PNG.
+    Pure geometry of the pose-space canvas: view transform, what to draw, hit-testing, strokes
+    (and, re-exported, the rendering and colours).
+shapes
+    The canvas's marks as GPU-ready triangles and line pairs (discs, rings, dashed lines, ...).
+render
+    The canvas rendered to RGBA / PNG without a GPU.
+palette
+    The canvas's colours.
 """
 
 from .canvas import (
@@ -20,21 +32,21 @@ from .canvas import (
     Hit,
     View,
     canvas_geometry,
+    drawable,
     fit_space_view,
     fit_view,
     hit_test,
-    render_png,
-    render_rgba,
     stroke_to_pose,
-    time_colors,
 )
+from .controls import channel_values, key_scales, key_targets, key_values, shape_from_keys
+from .palette import time_colors
+from .render import render_png, render_rgba
+from .retime import RESAMPLE_MODES, bake_frames, resample_times, resampled_space
 from .signals import (
     MIN_FRAMES,
     PoseSignal,
-    PoseSpace,
     ShapeSignal,
     TimeSignal,
-    build_pose_space,
     centripetal_params,
     fit_pose_signal,
     fit_time_signal,
@@ -45,9 +57,21 @@ from .signals import (
     shape_signal_from_examples,
     stress,
 )
+from .space import (
+    DEFAULT_TOLERANCE_FRACTION,
+    STATIC_SPAN,
+    PoseSpace,
+    bbox_diagonal,
+    build_pose_space,
+    default_tolerance,
+    is_static,
+)
 
 __all__ = [
+    "DEFAULT_TOLERANCE_FRACTION",
     "MIN_FRAMES",
+    "RESAMPLE_MODES",
+    "STATIC_SPAN",
     "CanvasGeometry",
     "Hit",
     "PoseSignal",
@@ -55,19 +79,31 @@ __all__ = [
     "ShapeSignal",
     "TimeSignal",
     "View",
+    "bake_frames",
+    "bbox_diagonal",
     "build_pose_space",
     "canvas_geometry",
     "centripetal_params",
+    "channel_values",
+    "default_tolerance",
+    "drawable",
     "fit_pose_signal",
     "fit_space_view",
     "fit_time_signal",
     "fit_view",
     "greedy_site_order",
     "hit_test",
+    "is_static",
+    "key_scales",
+    "key_targets",
+    "key_values",
     "mds_positions",
     "piegl_tiller_knots",
     "render_png",
     "render_rgba",
+    "resample_times",
+    "resampled_space",
+    "shape_from_keys",
     "shape_signal",
     "shape_signal_from_examples",
     "stress",

@@ -1,8 +1,10 @@
-"""Pose-space canvas geometry (docs/pose_space.md, "Canvas geometry"): view, hit testing, strokes, PNG.
+"""Pose-space canvas geometry (docs/pose_space.md, "Canvas geometry"): view, what to draw, hit
+testing, strokes.
 
-Pure numpy: the Blender side draws :class:`CanvasGeometry` with a thin ``gpu`` layer, and
-:func:`render_rgba` / :func:`render_png` draw the same geometry with
-:mod:`anim_signals.imaging.raster` (tests, headless previews, documentation figures).
+Pure numpy: the Blender side draws :class:`CanvasGeometry` with a thin ``gpu`` layer (its triangles
+and lines from :mod:`.shapes`), and :func:`render_rgba` / :func:`render_png` (:mod:`.render`, also
+importable from here) draw the same geometry with :mod:`anim_signals.imaging.raster` (tests,
+headless previews, documentation figures). Colours are :mod:`.palette`'s, importable from here too.
 
 Conventions
 -----------
@@ -27,72 +29,37 @@ zoom is a handful of vectorised affine maps.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..imaging import raster
+from . import palette
+from .palette import *  # noqa: F403  (the colours, importable from here as well)
+from .palette import time_colors
+from .render import render_png, render_rgba
 
-__all__ = ["CanvasGeometry", "Hit", "View", "canvas_geometry", "clear_cache", "fit_space_view", "fit_view",
-           "hit_test", "render_png", "render_rgba", "stroke_to_pose", "time_colors"]
+__all__ = [
+    "HIT_KINDS",
+    "CanvasGeometry",
+    "Hit",
+    "View",
+    "canvas_geometry",
+    "clear_cache",
+    "drawable",
+    "fit_space_view",
+    "fit_view",
+    "hit_test",
+    "inside",
+    "render_png",
+    "render_rgba",
+    "stroke_to_pose",
+]
+__all__ += palette.__all__
 
 # What hit_test can report, in its priority order.
 HIT_KINDS = ("CONTROL_POINT", "FRAME", "SITE", "CURVE", "NONE")
-
-# --------------------------------------------------------------------------------------------------
-# colours
-
-# viridis (perceptually uniform, lightness increasing monotonically): matplotlib's values at 0, 1/8, ..., 1
-_RAMP = np.array([
-    (0.267004, 0.004874, 0.329415), (0.278826, 0.175490, 0.483397), (0.229739, 0.322361, 0.545706),
-    (0.172719, 0.448791, 0.557885), (0.127568, 0.566949, 0.550556), (0.157851, 0.683765, 0.501686),
-    (0.369214, 0.788888, 0.382914), (0.678489, 0.863742, 0.189503), (0.993248, 0.906157, 0.143936),
-])
-_RAMP_X = np.linspace(0.0, 1.0, len(_RAMP))
-
-BACKGROUND = (0.13, 0.13, 0.14, 1.0)
-GRID = (0.19, 0.19, 0.21, 1.0)
-AXIS = (0.27, 0.27, 0.30, 1.0)
-TEXT = (0.86, 0.86, 0.86, 1.0)
-DIM_TEXT = (0.60, 0.60, 0.62, 1.0)
-CURVE = (1.0, 0.55, 0.20, 1.0)
-POLYGON = (0.55, 0.62, 0.80, 1.0)
-HANDLE = (0.62, 0.74, 1.0, 1.0)
-SITE = (0.92, 0.92, 0.92, 1.0)
-PIN = (1.0, 0.30, 0.30, 1.0)
-CURRENT = (1.0, 1.0, 1.0, 1.0)
-CURSOR = (0.35, 0.95, 0.95, 1.0)
-STROKE = (0.95, 0.40, 0.85, 1.0)
-OUTLINE = (0.05, 0.05, 0.05, 1.0)
-
-
-def time_colors(times: np.ndarray) -> np.ndarray:
-    """Colours on the viridis ramp: the earliest time dark violet, the latest bright yellow.
-
-    Parameters
-    ----------
-    times : array_like, shape (n,)
-        Frame times; colours are spread over [min(times), max(times)], a single or constant time
-        gets the ramp's middle.
-
-    Returns
-    -------
-    ndarray, shape (n, 4)
-        RGBA in [0, 1].
-    """
-    t = np.asarray(times, dtype=float).ravel()
-    out = np.ones((t.size, 4))
-    if t.size == 0:
-        return out
-    lo, hi = float(np.min(t)), float(np.max(t))
-    u = (t - lo) / (hi - lo) if hi > lo else np.full(t.size, 0.5)
-    for c in range(3):
-        out[:, c] = np.interp(u, _RAMP_X, _RAMP[:, c])
-    return out
-
 
 # --------------------------------------------------------------------------------------------------
 # view
@@ -461,6 +428,51 @@ def canvas_geometry(space: Any, view: View, *, current_time: float | None = None
         current_time=t_cur, view=view)
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """A stand-in for a model whose time signal plays other frames than its frame positions: the
+    positions in their order, with times spread over the time signal's frame range."""
+
+    positions: np.ndarray
+    pose: Any
+    time: Any
+    frames: np.ndarray
+    pins: Mapping
+
+
+def drawable(space: Any) -> Any:
+    """What the canvas draws of ``space``: itself, or a stand-in when its time signal was edited.
+
+    After a sketch or a re-timing the time signal has another number of frames than the model has
+    frame positions; :func:`canvas_geometry` wants one time per position.  The stand-in keeps the
+    positions in their order and gives them times evenly spread over the time signal's frame
+    range, so they are coloured by time like the curve.  The last stand-in is reused for the same
+    model (the geometry cache then stays warm).
+
+    Parameters
+    ----------
+    space : PoseSpace or duck-typed
+        Needs ``positions (n, 2)``, ``pose``, ``time``, ``frames (N,)``, ``pins`` and ``n``.
+
+    Returns
+    -------
+    PoseSpace or stand-in
+        ``space`` when N = n; else an object with the same ``positions``, ``pose``, ``time`` and
+        ``pins`` and ``frames`` = n times from min to max of the time signal's frames (1 .. n
+        without any).
+    """
+    frames = np.asarray(space.frames, dtype=float).ravel()
+    if frames.size == space.n:
+        return space
+    last = _CACHE.get("shown")
+    if last is not None and last[0] is space:
+        return last[1]
+    lo, hi = (float(frames.min()), float(frames.max())) if frames.size else (1.0, float(space.n))
+    shown = _Shown(space.positions, space.pose, space.time, np.linspace(lo, hi, space.n), space.pins)
+    _CACHE["shown"] = (space, shown)
+    return shown
+
+
 # --------------------------------------------------------------------------------------------------
 # picking
 
@@ -570,6 +582,27 @@ def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0) -> Hi
     return Hit("NONE", -1, math.inf)
 
 
+def inside(rect: Sequence[float] | None, xy: Any) -> bool:
+    """Whether a pixel lies on a canvas rectangle (edges included).
+
+    Parameters
+    ----------
+    rect : (float, float, float, float) or None
+        The canvas (x0, y0, width, height) in region pixels; None: no canvas.
+    xy : (float, float)
+        A position in region pixels.
+
+    Returns
+    -------
+    bool
+        False without a rectangle.
+    """
+    if rect is None:
+        return False
+    x0, y0, w, h = rect
+    return x0 <= xy[0] <= x0 + w and y0 <= xy[1] <= y0 + h
+
+
 # --------------------------------------------------------------------------------------------------
 # strokes
 
@@ -622,273 +655,3 @@ def stroke_to_pose(view: View, stroke_xy: Any, *, spacing_px: float = 4.0) -> np
 
 # --------------------------------------------------------------------------------------------------
 # rendering (raster images: x right, y DOWN, row 0 at the top)
-
-
-def _put(img: np.ndarray, rows: np.ndarray, cols: np.ndarray, color: Sequence[float]) -> None:
-    c = np.asarray(color, dtype=np.float32)
-    if c.size == 3:
-        c = np.append(c, np.float32(1.0))
-    a = float(c[3])
-    if a >= 1.0:
-        img[rows, cols] = c
-        return
-    dst = img[rows, cols]
-    out = np.empty_like(dst)
-    out[..., :3] = a * c[:3] + (1.0 - a) * dst[..., :3]
-    out[..., 3] = a + (1.0 - a) * dst[..., 3]
-    img[rows, cols] = out
-
-
-def _clip_segments(A: np.ndarray, B: np.ndarray, lo: np.ndarray, hi: np.ndarray):
-    """Liang-Barsky on all segments at once: (t0, t1, visible) with A + t (B - A) inside [lo, hi]."""
-    d = B - A
-    t0 = np.zeros(len(A))
-    t1 = np.ones(len(A))
-    ok = np.all(np.isfinite(A), axis=1) & np.all(np.isfinite(B), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for ax in range(2):
-            for p, q in ((-d[:, ax], A[:, ax] - lo[ax]), (d[:, ax], hi[ax] - A[:, ax])):
-                par = p == 0.0
-                ok &= ~(par & (q < 0.0))
-                r = q / np.where(par, 1.0, p)
-                t0 = np.where(~par & (p < 0.0), np.maximum(t0, r), t0)
-                t1 = np.where(~par & (p > 0.0), np.minimum(t1, r), t1)
-    ok &= t0 <= t1
-    return t0, t1, ok
-
-
-def _polyline(img: np.ndarray, P: np.ndarray, color: Sequence[float], width: int = 1,
-              dash: tuple[float, float] | None = None) -> None:
-    """An open polyline through image points P (m, 2) (x right, y down), vectorised over segments.
-
-    ``dash = (on, off)`` in pixels of arc length along the polyline.
-    """
-    if len(P) < 2:
-        return
-    h, w = img.shape[:2]
-    A, B = P[:-1], P[1:]
-    t0, t1, ok = _clip_segments(A, B, np.array([-2.0, -2.0]), np.array([w + 1.0, h + 1.0]))
-    if not ok.any():
-        return
-    seg_len = np.hypot(*(B - A).T)
-    seg_len = np.where(np.isfinite(seg_len), seg_len, 0.0)
-    arc0 = np.concatenate([[0.0], np.cumsum(seg_len)[:-1]])
-    A, B, t0, t1, seg_len, arc0 = A[ok], B[ok], t0[ok], t1[ok], seg_len[ok], arc0[ok]
-    d = B - A
-    ca, cb = A + t0[:, None] * d, A + t1[:, None] * d
-    steps = np.ceil(np.max(np.abs(cb - ca), axis=1)).astype(int) + 1
-    seg = np.repeat(np.arange(len(ca)), steps)
-    start = np.concatenate([[0], np.cumsum(steps)[:-1]])
-    k = np.arange(int(steps.sum())) - np.repeat(start, steps)
-    tt = k / np.maximum(steps - 1, 1)[seg]
-    xs = ca[seg, 0] + tt * (cb - ca)[seg, 0]
-    ys = ca[seg, 1] + tt * (cb - ca)[seg, 1]
-    if dash is not None:
-        on, off = dash
-        s = arc0[seg] + (t0[seg] + tt * (t1 - t0)[seg]) * seg_len[seg]
-        keep = np.mod(s, on + off) < on
-        xs, ys = xs[keep], ys[keep]
-    # round half up (with a little slack): a line along a pixel boundary stays on one row, not alternating
-    xi = np.floor(xs + (0.5 + 1e-7)).astype(int)
-    yi = np.floor(ys + (0.5 + 1e-7)).astype(int)
-    width = max(int(width), 1)
-    if width > 1:
-        lo_ = (width - 1) // 2
-        off_ = np.arange(-lo_, width - lo_)
-        xi = (xi[:, None, None] + off_[None, :, None] + 0 * off_[None, None, :]).ravel()
-        yi = (yi[:, None, None] + 0 * off_[None, :, None] + off_[None, None, :]).ravel()
-    inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
-    pix = np.unique(yi[inside] * w + xi[inside])
-    if len(pix):
-        _put(img, pix // w, pix % w, color)
-
-
-def _ring(img: np.ndarray, cx: float, cy: float, r_out: float, r_in: float, color: Sequence[float]) -> None:
-    h, w = img.shape[:2]
-    ya, yb = max(int(math.floor(cy - r_out)), 0), min(int(math.ceil(cy + r_out)) + 1, h)
-    xa, xb = max(int(math.floor(cx - r_out)), 0), min(int(math.ceil(cx + r_out)) + 1, w)
-    if xa >= xb or ya >= yb:
-        return
-    yy, xx = np.mgrid[ya:yb, xa:xb]
-    d2 = (xx - cx) ** 2 + (yy - cy) ** 2
-    m = (d2 <= r_out * r_out + 0.25) & (d2 >= r_in * r_in - 0.25)
-    _put(img, yy[m], xx[m], color)
-
-
-def _crosshair(img: np.ndarray, x: float, y: float, color: Sequence[float], arm: float = 9.0,
-               gap: float = 3.0) -> None:
-    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        raster.draw_line(img, x + sx * gap, y + sy * gap, x + sx * arm, y + sy * arm, OUTLINE, 3)
-    for sx, sy in ((1, 0), (-1, 0), (0, 1), (0, -1)):
-        raster.draw_line(img, x + sx * gap, y + sy * gap, x + sx * arm, y + sy * arm, color, 1)
-
-
-def _nice_step(span: float, target: float) -> float:
-    raw = span / max(target, 1.0)
-    if not (raw > 0.0 and math.isfinite(raw)):
-        return 1.0
-    mag = 10.0 ** math.floor(math.log10(raw))
-    for f in (1.0, 2.0, 5.0, 10.0):
-        if f * mag >= raw:
-            return f * mag
-    return 10.0 * mag
-
-
-def _fmt_frame(t: float) -> str:
-    return str(int(round(t))) if abs(t - round(t)) < 1e-6 else f"{t:.1f}"
-
-
-def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int | None = None, *,
-                title: str = "Pose space", legend: bool = True, grid: bool = True) -> np.ndarray:
-    """Draw ``geometry`` into an RGBA image (row 0 at the top).
-
-    The image covers the region pixels ``[x0, x0 + W) x [y0, y0 + H)`` with (x0, y0) the geometry's
-    view origin (0, 0 without a view).  Layers, back to front: pose-space grid and axes, dashed
-    control polygon, the time-signal curve, frame points coloured by time, RBF sites (squares), pins
-    (rings), control-point handles, the stroke, the current frame and the cursor (crosshairs), the
-    title and a legend (time ramp with first/last frame, k / l / n).
-
-    Parameters
-    ----------
-    geometry : CanvasGeometry
-    width, height : int, optional
-        Image size in pixels (default: the view's).
-    title : str
-    legend, grid : bool
-        Draw the legend / the pose-space grid.
-
-    Returns
-    -------
-    ndarray of float32, shape (H, W, 4)
-
-    Raises
-    ------
-    ValueError
-        Without width and height for a geometry that has no view.
-    """
-    view = geometry.view
-    if width is None or height is None:
-        if view is None:
-            raise ValueError("width and height are needed for a geometry without a view")
-        width = view.width if width is None else width
-        height = view.height if height is None else height
-    W, H = int(width), int(height)
-    img = raster.new_canvas(H, W, BACKGROUND)
-    x0, y0 = view.origin if view is not None else (0.0, 0.0)
-
-    def im(P: np.ndarray) -> np.ndarray:
-        # region (x right, y up; pixel i covers [i, i+1)) -> image (col, row) with pixel centres at integers
-        Q = np.asarray(P, dtype=float)
-        out = np.empty(Q.shape)
-        out[..., 0] = Q[..., 0] - x0 - 0.5
-        out[..., 1] = (H - 0.5) - (Q[..., 1] - y0)
-        return out
-
-    if grid and view is not None:
-        xmin, ymin, xmax, ymax = view.to_pose((x0, y0)).tolist() + view.to_pose((x0 + W, y0 + H)).tolist()
-        step = _nice_step(max(xmax - xmin, ymax - ymin), 8.0)
-        for ax, (a, b) in enumerate(((xmin, xmax), (ymin, ymax))):
-            vals = np.arange(math.ceil(a / step), math.floor(b / step) + 1) * step
-            for v in vals:
-                p = np.zeros((2, 2))
-                p[:, ax] = v
-                p[:, 1 - ax] = (ymin, ymax) if ax == 0 else (xmin, xmax)
-                q = im(view.to_pixels(p))
-                colour = AXIS if abs(v) < 0.5 * step else GRID
-                _polyline(img, q, colour)
-
-    if len(geometry.control_polygon) >= 2:
-        _polyline(img, im(geometry.control_polygon), POLYGON, 1, dash=(5.0, 4.0))
-    if len(geometry.curve) >= 2:
-        _polyline(img, im(geometry.curve), CURVE, 2)
-    for (cx, cy), col in zip(im(geometry.frame_points), geometry.frame_colors):
-        raster.fill_circle(img, cx, cy, 4.0, OUTLINE)
-        raster.fill_circle(img, cx, cy, 3.0, col)
-    for cx, cy in im(geometry.sites):
-        raster.draw_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, SITE)
-    for cx, cy in im(geometry.pins):
-        _ring(img, cx, cy, 7.5, 5.5, PIN)
-    for cx, cy in im(geometry.control):
-        raster.fill_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, OUTLINE)
-        raster.fill_rect(img, cx - 2, cy - 2, cx + 3, cy + 3, HANDLE)
-    if geometry.stroke is not None and len(geometry.stroke):
-        S = im(geometry.stroke)
-        if len(S) >= 2:
-            _polyline(img, S, STROKE, 2)
-        else:
-            raster.fill_circle(img, S[0, 0], S[0, 1], 1.5, STROKE)
-    if geometry.current is not None:
-        cx, cy = im(geometry.current)
-        _ring(img, cx, cy, 6.0, 4.5, CURRENT)
-        _crosshair(img, cx, cy, CURRENT, arm=12.0, gap=6.0)
-    if geometry.cursor is not None:
-        cx, cy = im(geometry.cursor)
-        _crosshair(img, cx, cy, CURSOR)
-
-    if title:
-        raster.draw_text(img, 6, 5, title, TEXT)
-    if legend:
-        _legend(img, geometry)
-    return img
-
-
-def _legend(img: np.ndarray, geometry: CanvasGeometry) -> None:
-    H, W = img.shape[:2]
-    fh = raster.FONT_H
-    y = H - fh - 5
-    x = 6
-    fn = geometry.frame_numbers
-    if len(fn):
-        first, last = _fmt_frame(float(np.min(fn))), _fmt_frame(float(np.max(fn)))
-        tw, _ = raster.draw_text(img, x, y, first, DIM_TEXT)
-        x += tw + 4
-        bar = min(80, max(W // 5, 20))
-        cols = time_colors(np.arange(bar))
-        raster.fill_rect(img, x - 1, y, x + bar + 1, y + fh - 1, OUTLINE)
-        xs = np.arange(bar) + int(x)
-        ok = (xs >= 0) & (xs < W)
-        for r in range(max(int(y) + 1, 0), min(int(y) + fh - 2, H)):
-            img[r, xs[ok]] = cols[ok].astype(np.float32)
-        x += bar + 4
-        tw, _ = raster.draw_text(img, x, y, last, DIM_TEXT)
-        x += tw + 10
-    info = f"n {len(geometry.frame_points)}  k {len(geometry.control)}  l {len(geometry.sites)}"
-    if len(geometry.pins):
-        info += f"  pins {len(geometry.pins)}"
-    if geometry.current_time is not None:
-        info += f"  frame {_fmt_frame(geometry.current_time)}"
-    raster.draw_text(img, x, y, info, DIM_TEXT)
-
-
-def render_png(geometry: CanvasGeometry, path: str | os.PathLike, *, width: int | None = None,
-               height: int | None = None, **kwargs: Any) -> str:
-    """:func:`render_rgba` written to ``path`` as a PNG.
-
-    Parameters
-    ----------
-    geometry : CanvasGeometry
-    path : str or os.PathLike
-    width, height : int, optional
-    **kwargs
-        ``title``, ``legend``, ``grid`` of :func:`render_rgba`.
-
-    Returns
-    -------
-    str
-        The absolute path written.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> import numpy as np
-    >>> from anim_signals.posespace import build_pose_space
-    >>> t = np.linspace(0.0, 2 * np.pi, 12, endpoint=False)
-    >>> space = build_pose_space(np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t)]), row_size=1)
-    >>> geometry = canvas_geometry(space, fit_space_view(space, 320, 240))
-    >>> with tempfile.TemporaryDirectory() as folder:
-    ...     path = render_png(geometry, os.path.join(folder, "space.png"))
-    ...     with open(path, "rb") as f:
-    ...         f.read(4)[1:]
-    b'PNG'
-    """
-    return raster.write_png(path, render_rgba(geometry, width, height, **kwargs))

@@ -8,8 +8,8 @@ Bulk data goes through ``foreach_get`` / ``foreach_set``, never per-key Python l
 One module per kind of data:
 
 ==================  ===========================================================================
-``channels``        channel kinds, :class:`~.channels.ChannelSpec`, data-path parsing (bone and
-                    shape-key names)
+``channels``        :class:`~.channels.ChannelSpec` (kinds: the core's), samples made continuous
+                    by their specs, data-path parsing (bone and shape-key names)
 ``fcurves``         an F-curve's keys: reading, sampling, writing (Bezier, dense, baked), Cycles
 ``actions``         actions and slots: which curves an ID or action has, which object plays an
                     action; find / new / remove curves; new, copied, assigned actions and the

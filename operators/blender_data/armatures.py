@@ -20,7 +20,15 @@ import bpy
 import numpy as np
 
 from .actions import assigned_action, fcurves_of_action, get_action, list_fcurves, objects_using_action
-from .channels import LOCATION, ChannelSpec, bone_name_of_path, bone_path, channel_specs, property_of_path
+from .channels import (
+    LOCATION,
+    ChannelSpec,
+    bone_name_of_path,
+    bone_path,
+    channel_specs,
+    continuous_values,
+    property_of_path,
+)
 from .fcurves import sample_curves
 from .frames import visiting_frames
 
@@ -193,7 +201,7 @@ def read_action_matrix(ob: bpy.types.Object, frames: Sequence[float] | np.ndarra
 
     Every animated pose-bone channel (:func:`pose_bone_fcurves`, or ``fcurves``) is sampled at
     ``frames`` (:func:`.fcurves.sample_curves`), then made continuous the way the other tools do
-    (``anim_signals.manifolds.to_motion_curve``): Euler triples lose 2 pi wraps and gimbal flips
+    (:func:`.channels.continuous_values`): Euler triples lose 2 pi wraps and gimbal flips
     (rotation order known), quaternion tracks are sign-continuous.
 
     Returns
@@ -201,18 +209,12 @@ def read_action_matrix(ob: bpy.types.Object, frames: Sequence[float] | np.ndarra
     z, specs
         ``Z (len(frames), channels)`` (one value per row: row size 1) and the channel specs.
     """
-    from ...anim_signals.manifolds.clips import to_motion_curve
-
     if fcurves is None:
         fcurves, specs, _ = pose_bone_fcurves(ob)
     else:
         specs = channel_specs(ob, fcurves)
     _, values = sample_curves(list(fcurves), np.asarray(frames, dtype=np.float64))
-    z = to_motion_curve(
-        values, [s.kind for s in specs], [s.owner_path for s in specs], [s.rotation_mode for s in specs],
-        [s.array_index for s in specs],
-    )
-    return z, specs
+    return continuous_values(values, specs), specs
 
 
 def read_bone_transforms(ob: bpy.types.Object) -> dict[str, np.ndarray] | None:

@@ -1,10 +1,10 @@
 """Channels: what an F-curve animates, read from its data path.
 
-Owns the channel kinds (:data:`LOCATION`, :data:`EULER`, :data:`QUATERNION`, :data:`SCALE`,
-:data:`SHAPE_KEY`, :data:`OTHER`), the :class:`ChannelSpec` of a curve, and data-path parsing and
-building: the property a path ends in, the bone or shape-key name quoted in it (escaped and
-unescaped with Blender's own ``bpy.utils.escape_identifier`` / ``unescape_identifier``). Nothing
-here reads or writes keys.
+Owns the :class:`ChannelSpec` of a curve (its kind: one of the core's kinds
+:data:`anim_signals.channels.KINDS`, re-exported here), a clip's samples made continuous by their
+specs (:func:`continuous_values`), and data-path parsing and building: the property a path ends
+in, the bone or shape-key name quoted in it (escaped and unescaped with Blender's own
+``bpy.utils.escape_identifier`` / ``unescape_identifier``). Nothing here reads or writes keys.
 """
 
 from __future__ import annotations
@@ -15,13 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import bpy
+import numpy as np
 
-LOCATION = "LOCATION"
-EULER = "EULER"
-QUATERNION = "QUATERNION"
-SCALE = "SCALE"
-SHAPE_KEY = "SHAPE_KEY"
-OTHER = "OTHER"
+from ...anim_signals.channels import EULER, LOCATION, OTHER, QUATERNION, SCALE, SHAPE_KEY, make_continuous
 
 _KIND_BY_PROPERTY = {
     "location": LOCATION,
@@ -171,3 +167,18 @@ def channel_spec(id_data: bpy.types.ID | None, fc: bpy.types.FCurve) -> ChannelS
 def channel_specs(id_data: bpy.types.ID | None, fcurves: Sequence[bpy.types.FCurve]) -> list[ChannelSpec]:
     """:func:`channel_spec` of every curve, in order."""
     return [channel_spec(id_data, fc) for fc in fcurves]
+
+
+def continuous_values(values: np.ndarray, specs: Sequence[ChannelSpec], owners: Sequence[str] | None = None) -> np.ndarray:
+    """Samples ``values`` (n_frames, len(specs)) of the curves of ``specs`` as one continuous curve
+    (:func:`anim_signals.channels.make_continuous` with each spec's kind, rotation mode and index):
+    Euler wraps and gimbal flips removed where the rotation order is known, quaternions
+    sign-continuous. ``owners``: each channel's rotation owner (default: its ``owner_path``; pass
+    prefixed owners to keep the channels of several IDs apart)."""
+    return make_continuous(
+        values,
+        [s.kind for s in specs],
+        [s.owner_path for s in specs] if owners is None else owners,
+        [s.rotation_mode for s in specs],
+        [s.array_index for s in specs],
+    )

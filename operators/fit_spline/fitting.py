@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import bpy
 import numpy as np
 
 from ...anim_signals import iter_fit_channels
-from ...anim_signals.channels import check_finite, continuous_quaternions, unwrap_angles
+from ...anim_signals.channels import (
+    KindErrors,
+    check_finite,
+    errors_by_kind,
+    make_continuous,
+    tolerances_by_kind,
+)
 from ..blender_data.actions import (
     action_edit_reason,
     animated_ids,
@@ -27,7 +33,7 @@ from ..blender_data.actions import (
     writable_curves,
 )
 from ..blender_data.armatures import bone_heads_world, cm_per_unit
-from ..blender_data.channels import EULER, LOCATION, QUATERNION, channel_specs
+from ..blender_data.channels import channel_specs
 from ..blender_data.fcurves import count_keys, sample_curves, write_bezier
 from ..common import InputError
 
@@ -71,36 +77,10 @@ class FitPlan:
 # ------------------------------------------------------------------------------------------
 
 
-def _tolerances(specs, max_rot_deg: float, max_loc: float, max_other: float) -> np.ndarray:
-    rot = math.radians(max_rot_deg)
-    tol = np.empty(len(specs))
-    for j, spec in enumerate(specs):
-        if spec.kind == EULER:
-            tol[j] = rot
-        elif spec.kind == QUATERNION:
-            tol[j] = rot / 2.0
-        elif spec.kind == LOCATION:
-            tol[j] = max_loc
-        else:
-            tol[j] = max_other
-    return tol
-
-
 def _continuous(values: np.ndarray, specs) -> np.ndarray:
-    """Unwrap Euler tracks and make complete quaternion tracks hemisphere-continuous."""
-    out = values.copy()
-    euler = [j for j, s in enumerate(specs) if s.kind == EULER]
-    if euler:
-        out[:, euler] = unwrap_angles(out[:, euler])
-    quats: dict[str, dict[int, int]] = {}
-    for j, s in enumerate(specs):
-        if s.kind == QUATERNION:
-            quats.setdefault(s.data_path, {})[s.array_index] = j
-    for comps in quats.values():
-        if sorted(comps) == [0, 1, 2, 3]:
-            cols = [comps[i] for i in range(4)]
-            out[:, cols] = continuous_quaternions(out[:, cols])
-    return out
+    """Euler tracks unwrapped (no gimbal-flip filter: each fitted curve keeps its own values up to
+    whole turns) and every complete quaternion, grouped by data path, hemisphere-continuous."""
+    return make_continuous(values, [s.kind for s in specs], [s.data_path for s in specs])
 
 
 def plan_fit(
@@ -156,7 +136,7 @@ def plan_fit(
             check_finite(values, labels)
         except ValueError as err:
             raise FitInputError(f"Cannot fit non-finite data: {err}") from err
-        tol = _tolerances(specs, max_error_rotation, max_error_location, max_error_other)
+        tol = tolerances_by_kind([s.kind for s in specs], max_error_rotation, max_error_location, max_error_other)
         fit_values = _continuous(values, specs)
         plan.jobs.append(
             FitJob(
@@ -228,19 +208,15 @@ def _joint_frames(frames: np.ndarray) -> list[int]:
 
 
 @dataclass
-class FitSummary:
+class FitSummary(KindErrors):
+    """A finished fit's numbers: the errors by kind (:class:`KindErrors`) and the rest."""
+
     keys_before: int = 0
     keys_after: int = 0
     curves: int = 0
     kept: int = 0
     mode_used: str = ""
     distortion: float = 0.0
-    max_rotation_deg: float = 0.0
-    rms_rotation_deg: float = 0.0
-    max_location: float = 0.0
-    rms_location: float = 0.0
-    max_other: float = 0.0
-    rms_other: float = 0.0
     joint_error_cm: float = -1.0  # < 0: not an armature
     within_tolerance: bool = True
     seconds: float = 0.0
@@ -265,10 +241,14 @@ class FitSummary:
 
 
 def _summarise(plan: FitPlan) -> FitSummary:
-    s = FitSummary(kept=plan.kept)
-    rot_sq: list[np.ndarray] = []
-    loc_sq: list[np.ndarray] = []
-    oth_sq: list[np.ndarray] = []
+    errors = KindErrors()
+    if plan.jobs:
+        errors = errors_by_kind(
+            np.concatenate([np.asarray(job.result.max_abs_error, dtype=float) for job in plan.jobs]),
+            np.concatenate([np.asarray(job.result.rms_error, dtype=float) for job in plan.jobs]),
+            [spec.kind for job in plan.jobs for spec in job.specs],
+        )
+    s = FitSummary(**asdict(errors), kept=plan.kept)
     modes = set()
     n_frames_weight = []
     for job in plan.jobs:
@@ -279,24 +259,6 @@ def _summarise(plan: FitPlan) -> FitSummary:
         modes.add(fit.mode_used)
         s.within_tolerance &= bool(fit.within_tolerance)
         n_frames_weight.append(float(fit.distortion))
-        for j, spec in enumerate(job.specs):
-            mx, rms = float(fit.max_abs_error[j]), float(fit.rms_error[j])
-            if spec.kind == EULER:
-                s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(mx))
-                rot_sq.append(np.array([math.degrees(rms) ** 2]))
-            elif spec.kind == QUATERNION:
-                # A quaternion component error e bounds the rotation angle error by about 2e.
-                s.max_rotation_deg = max(s.max_rotation_deg, math.degrees(2.0 * mx))
-                rot_sq.append(np.array([math.degrees(2.0 * rms) ** 2]))
-            elif spec.kind == LOCATION:
-                s.max_location = max(s.max_location, mx)
-                loc_sq.append(np.array([rms**2]))
-            else:
-                s.max_other = max(s.max_other, mx)
-                oth_sq.append(np.array([rms**2]))
-    s.rms_rotation_deg = float(np.sqrt(np.mean(rot_sq))) if rot_sq else 0.0
-    s.rms_location = float(np.sqrt(np.mean(loc_sq))) if loc_sq else 0.0
-    s.rms_other = float(np.sqrt(np.mean(oth_sq))) if oth_sq else 0.0
     s.distortion = max(n_frames_weight) if n_frames_weight else 0.0
     s.mode_used = "/".join(sorted(modes))
     return s

@@ -5,7 +5,6 @@ panels: ``panels/loop_blend_compare.py``).
 - :mod:`.properties`: the settings of the three operators (one definition each for operator and
   sidebar) and the last results.
 - :mod:`.clips`: what the three share: the input error, actions read as clips.
-- :mod:`.curves`: array helpers on motion curves (numpy only).
 - :mod:`.loop`, :mod:`.blend`, :mod:`.compare`: each operation's Blender data in and out.
 - :mod:`.operators`: ``anim_signals.make_cyclic``, ``anim_signals.blend_actions``,
   ``anim_signals.compare_actions`` and their menu entries.

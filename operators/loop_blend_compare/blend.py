@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from ...anim_signals.manifolds import elastic, from_motion_curve, select_travel
+from ...anim_signals.channels import moving_channels
+from ...anim_signals.manifolds import elastic, from_motion_curve, harmonise, nearly_closed, select_travel
 from ..blender_data.actions import (
     action_slot_identifier,
     assign_action,
@@ -27,18 +28,16 @@ from ..blender_data.actions import (
     set_action_frame_range,
 )
 from ..blender_data.armatures import travel_channels
-from ..blender_data.channels import channel_specs
+from ..blender_data.channels import channel_specs, continuous_values
 from ..blender_data.fcurves import add_cycles_modifier, clear_modifiers, has_cycles, write_dense
 from ..common.text import short_list
 from .clips import (
     MotionInputError,
-    continuous,
     find_action,
     sample_action,
     spec_kinds,
     spec_owners,
 )
-from .curves import harmonise, moving_channels, nearly_closed
 
 __all__ = ["BlendPlan", "BlendSummary", "Clip", "blend_name", "plan_blend", "run_blend", "write_blend"]
 
@@ -136,8 +135,8 @@ def plan_blend(
     frames_a, values_a = sample_action(a_act, curves_a, "Action")
     frames_b, values_b = sample_action(b_act, curves_b, "Action")
     specs_b = channel_specs(user_b, curves_b)
-    curve_a = continuous(values_a, specs, owners)
-    curve_b = harmonise(continuous(values_b, specs_b, owners), curve_a, kinds, owners)
+    curve_a = continuous_values(values_a, specs, owners)
+    curve_b = harmonise(continuous_values(values_b, specs_b, owners), curve_a, kinds, owners)
     for act, c in ((a_act, curve_a), (b_act, curve_b)):
         if not moving_channels(c).any():
             raise MotionInputError(f'Nothing moves in "{act.name}" (its {len(keys)} common channel(s) are constant): nothing to blend')

@@ -1,17 +1,15 @@
 """What Make Cyclic, Blend and Compare share on the Blender side: the input error, and actions read
-as clips (curves sampled on whole frames, checked, made one continuous motion curve)."""
+as clips (curves sampled on whole frames and checked; made one continuous motion curve by
+``blender_data.channels.continuous_values``)."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import bpy
 import numpy as np
 
+from ...anim_signals.channels import EULER, QUATERNION
 from ...anim_signals.channels import check_finite as _core_check_finite
-from ...anim_signals.manifolds import to_motion_curve
 from ..blender_data.actions import action_frame_range
-from ..blender_data.channels import EULER, QUATERNION
 from ..blender_data.fcurves import sample_curves
 from ..common import InputError
 
@@ -20,7 +18,6 @@ __all__ = [
     "ROTATION_KINDS",
     "MotionInputError",
     "check_finite",
-    "continuous",
     "find_action",
     "sample_action",
     "spec_kinds",
@@ -43,14 +40,6 @@ def spec_kinds(specs) -> list[str]:
 def spec_owners(specs, prefix: str = "") -> list[str]:
     """Each channel's owner (bone or ID path), with ``prefix`` to keep owners of several IDs apart."""
     return [prefix + s.owner_path for s in specs]
-
-
-def continuous(values: np.ndarray, specs, owners: Sequence[str]) -> np.ndarray:
-    """The clip ``values`` (n_frames, n_channels) as one continuous motion curve: Euler wraps and
-    gimbal flips removed (rotation order known), quaternions sign-continuous."""
-    return to_motion_curve(
-        values, spec_kinds(specs), owners, [s.rotation_mode for s in specs], [s.array_index for s in specs]
-    )
 
 
 def check_finite(values: np.ndarray, labels: list[str], verb: str) -> None:

@@ -19,8 +19,9 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ...anim_signals.channels import moving_channels
 from ...anim_signals.imaging import raster
-from ...anim_signals.manifolds import elastic, skeleton
+from ...anim_signals.manifolds import elastic, harmonise, skeleton
 from ..blender_data.actions import fcurves_of_action, get_action, object_playing, store_on_actions
 from ..blender_data.armatures import (
     animated_bones,
@@ -29,7 +30,7 @@ from ..blender_data.armatures import (
     bone_heads_with_action,
     bone_hierarchy,
 )
-from ..blender_data.channels import bone_name_of_path, channel_specs
+from ..blender_data.channels import bone_name_of_path, channel_specs, continuous_values
 from ..blender_data.images import write_image
 from ..common.text import parse_names, short_list
 from .clips import (
@@ -37,11 +38,9 @@ from .clips import (
     ROTATION_KINDS,
     MotionInputError,
     check_finite,
-    continuous,
     find_action,
     sample_action,
 )
-from .curves import harmonise, moving_channels
 
 __all__ = [
     "BodyJob",
@@ -148,7 +147,7 @@ def _channel_curves(actions, ob) -> list[np.ndarray]:
             )
         ordered = [by_key[k][0] for k in ref_keys]
         _, values = sample_action(action, ordered, "Action")
-        c = continuous(values, [by_key[k][1] for k in ref_keys], owners)
+        c = continuous_values(values, [by_key[k][1] for k in ref_keys], owners)
         if curves:
             c = harmonise(c, curves[0], kinds, owners)
         if not moving_channels(c).any():

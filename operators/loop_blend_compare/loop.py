@@ -15,7 +15,15 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...anim_signals.manifolds import find_cycle, from_motion_curve, make_loop, select_travel
+from ...anim_signals.channels import (
+    finite_max,
+    finite_rms,
+    location_mask,
+    moving_channels,
+    radian_weights,
+    rotation_degrees,
+)
+from ...anim_signals.manifolds import find_cycle, from_motion_curve, joint_seam, make_loop, select_travel
 from ..blender_data.actions import (
     action_edit_reason,
     action_frame_range,
@@ -34,10 +42,9 @@ from ..blender_data.armatures import (
     figure_height,
     travel_channels,
 )
-from ..blender_data.channels import LOCATION, channel_specs
+from ..blender_data.channels import channel_specs, continuous_values
 from ..blender_data.fcurves import add_cycles_modifier, modifier_types, sample_curves, write_dense
-from .clips import MIN_FRAMES, MotionInputError, check_finite, continuous, spec_kinds, spec_owners
-from .curves import finite_max, finite_rms, joint_seam, location_mask, moving_channels, rotation_degrees
+from .clips import MIN_FRAMES, MotionInputError, check_finite, spec_kinds, spec_owners
 
 __all__ = ["LoopJob", "LoopPlan", "LoopSummary", "plan_loop", "run_loop", "world_seam", "write_loop"]
 
@@ -95,14 +102,12 @@ def _usable_curves(fcurves, warnings: list[str], what: str) -> list:
 
 def _unit_weights(jobs, kinds) -> np.ndarray:
     """Per-channel weights putting location on the scale of rotations in radians: 2 / figure height
-    for armature channels (their units are the armature's: cm for many BVH files), 1 otherwise."""
+    for armature channels (their units are the armature's: cm for many BVH files), 1 otherwise
+    (quaternion components too: the loop weighs them as they are)."""
     weights = np.ones(len(kinds))
     for job in jobs:
         height = figure_height(job.id_data) if isinstance(job.id_data, bpy.types.Object) else 0.0
-        if height > 0.0:
-            for j in range(job.columns.start, job.columns.stop):
-                if kinds[j] == LOCATION:
-                    weights[j] = 2.0 / height
+        weights[job.columns] = radian_weights(kinds[job.columns], height, quaternion=1.0)
     return weights
 
 
@@ -201,7 +206,7 @@ def plan_loop(
         col += len(usable)
     values = np.concatenate(blocks, axis=1)
     check_finite(values, labels, "loop")
-    curve = continuous(values, all_specs, owners)
+    curve = continuous_values(values, all_specs, owners)
     if not moving_channels(curve).any():
         lo, hi = int(frames[0]), int(frames[-1])
         raise MotionInputError(f'Nothing moves: all {curve.shape[1]} curve(s) of "{ob.name}" are constant on frames {lo}-{hi}')
@@ -270,7 +275,7 @@ class LoopSummary:
 
 def world_seam(scene, ob, lo: int, hi: int, *, travel: bool) -> tuple[float, float]:
     """Seam jump of an armature's world-space joints in cm, as a loop over frames lo..hi plays:
-    pose and velocity (see :func:`.curves.joint_seam`), the roots' horizontal travel over the
+    pose and velocity (see :func:`anim_signals.manifolds.joint_seam`), the roots' horizontal travel over the
     cycle taken out when ``travel``."""
     heads = bone_heads_world(scene, ob, [lo, lo + 1, hi - 1, hi])
     if heads.shape[1] == 0:

@@ -9,7 +9,6 @@ graph; core: ``anim_signals.motiondb``; panel: ``panels/motion_db.py``).
 - :mod:`.reconstruct`: the query plan, the stepping, the written ``<action>.reconstructed``.
 - :mod:`.live`: the live mode (a frame-change handler driving a duplicate ``<name>.live``).
 - :mod:`.operators`: the four operators and the *File › Import* entry.
-- :mod:`.names`: name matching.
 """
 
 from . import database, live, operators, properties

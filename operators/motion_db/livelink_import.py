@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
-from ...anim_signals.motiondb import livelink
+from ...anim_signals.motiondb import generated_face, livelink, match_names
 from ..blender_data.actions import id_read_only_reason
 from ..blender_data.frames import scene_fps
 from ..blender_data.meshes import new_face_object
 from ..blender_data.named_channels import write_named_channels
 from ..blender_data.shape_keys import key_block_names
 from ..common import InputError
-from .names import match_names
 from .properties import SHAPE_KEYS
 
 __all__ = ["FACE_NAME", "ImportSummary", "LiveLinkImportError", "arkit_target", "create_face", "import_live_link"]
@@ -46,7 +45,7 @@ class ImportSummary:
 
 def create_face(name: str = FACE_NAME, collection=None):
     """A new mesh object: the core's generated face with the 52 ARKit shape keys."""
-    face = livelink.generated_face()
+    face = generated_face()
     keys = [(n, face.shape_keys[n]) for n in livelink.ARKIT_BLENDSHAPES]
     return new_face_object(name, face.vertices, face.faces, keys, collection)
 

@@ -1,27 +1,26 @@
 """Reconstruct an action from the motion database: the query plan, the stepping, the written action.
 
 :func:`plan_query` reads the active object's action as the query (channels matched to the database
-by name; raises :class:`~.database.MotionDBError`), :func:`iter_reconstruct` steps the core's
-streaming ``Reconstructor`` over its frames (nothing written), :func:`write_reconstruction` writes
-the new action ``<action>.reconstructed`` and the numbers on the scene.
+by name; raises :class:`~.database.MotionDBError`), :func:`iter_reconstruct` runs the core's
+reconstruction over its frames (nothing written), :func:`write_reconstruction` writes the new
+action ``<action>.reconstructed`` and the numbers on the scene.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ...anim_signals.motiondb import MotionDatabase, OLNGParams, Reconstructor
+from ...anim_signals.motiondb import MotionDatabase, OLNGParams, is_eye_channel, match_names
+from ...anim_signals.motiondb import iter_reconstruct as iter_batch
 from ..blender_data.actions import action_frame_range, get_action
 from ..blender_data.fcurves import sample_curves
 from ..blender_data.named_channels import named_channel_curves, write_named_channels
 from ..common.text import parse_names, short_list
 from .database import RECONSTRUCTED_SUFFIX, MotionDBError, stored_database
-from .names import is_eye_channel, match_names
 from .properties import SHAPE_KEYS
 
 __all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "write_reconstruction"]
@@ -134,31 +133,17 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
 
 
 def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, None]:
-    """Step the streaming reconstructor over the query frames, yielding progress in [0, 1]; the result
-    lands in ``plan.result``. ``output`` BEST_PATH keeps the best path's frame, SYNTHESIS the
-    synthesis. NaN query frames hold the previous output (the graph is not updated); frames before
-    the first valid one take its output. Raises ValueError when every query frame has NaN values."""
-    rec = Reconstructor(plan.db, plan.params, plan.query_channels)
-    n, d = plan.values.shape[0], len(plan.db.channels)
-    poses = np.full((n, d), np.nan)
-    lengths = np.zeros(n, dtype=np.int64)
-    secs = []
-    for i in range(n):
-        q = plan.values[i]
-        if np.all(np.isfinite(q)):
-            t0 = time.perf_counter()
-            s = rec.step(q)
-            secs.append(time.perf_counter() - t0)
-            poses[i] = s.best if output == "BEST_PATH" else s.pose
-            lengths[i] = s.best_length
-        elif i > 0:
-            poses[i] = poses[i - 1]
-        yield (i + 1) / max(n, 1)
-    ok = np.flatnonzero(np.isfinite(poses[:, 0])) if n and d else np.empty(0, dtype=int)
-    if not ok.size:
+    """Run the core's reconstruction (``anim_signals.motiondb.iter_reconstruct``) over the query
+    frames, yielding progress in [0, 1]; the result lands in ``plan.result``. ``output`` BEST_PATH
+    keeps the best path's frame, SYNTHESIS the synthesis. NaN query frames hold the previous output
+    (the graph is not updated); frames before the first valid one take its output. Raises
+    ValueError when every query frame has NaN values."""
+    batch = yield from iter_batch(plan.db, plan.values, plan.params, plan.query_channels)
+    stepped = batch.best_index >= 0
+    if not stepped.any():
         raise ValueError("every query frame has NaN values")
-    poses[: ok[0]] = poses[ok[0]]
-    plan.result = ReconstructResult(poses, lengths, np.array(secs))
+    poses = batch.best if output == "BEST_PATH" else batch.poses
+    plan.result = ReconstructResult(poses, batch.best_length, batch.seconds[stepped].sum(axis=1))
 
 
 def write_reconstruction(scene, plan: QueryPlan, output: str) -> str:

@@ -8,7 +8,7 @@ with separate signals for time, pose and shape"; core: ``anim_signals.posespace`
 - :mod:`.sources`: checking the active object, choosing and reading its frames.
 - :mod:`.building`: the frames through the core, the result stored on Blender data.
 - :mod:`.storage`: the model on the object (ID properties, shape keys) and its cache.
-- :mod:`.posing`: a pose-space point or time as shape-key values / bone transforms; bake, resample.
+- :mod:`.posing`: a pose-space point or time as shape-key values / bone transforms; bake.
 - :mod:`.operators`: ``anim_signals.build_pose_space``, ``.pose_space_resample``, ``.pose_space_bake``.
 - :mod:`.canvas_state`: the canvas's runtime state (views, cursors; not saved) and geometry.
 - :mod:`.canvas_tools`: navigate, edit time, pin and sketch (drags on the canvas).
@@ -23,7 +23,7 @@ For scripts (docs/pose_space.md)::
 
 from . import canvas_state, canvas_tools, canvas_view, operators, properties
 from .building import BuildSummary, build, iter_build, write_build
-from .posing import BakeSummary, apply_position, apply_time, bake_space, resample_times, resampled_space
+from .posing import BakeSummary, apply_position, apply_time, bake_space
 from .sources import BuildPlan, PoseSpaceInputError, build_plan
 from .storage import (
     PoseSpaceDataError,
@@ -49,8 +49,6 @@ __all__ = [
     "iter_build",
     "load_info",
     "load_space",
-    "resample_times",
-    "resampled_space",
     "save_space",
     "space_info",
     "space_object",

@@ -18,7 +18,7 @@ import bpy
 import numpy as np
 
 from ...anim_signals import posespace
-from ...anim_signals.posespace import PoseSpace
+from ...anim_signals.posespace import PoseSpace, default_tolerance, is_static, key_scales, key_targets
 from ..blender_data.meshes import (
     CACHE_MODIFIERS,
     evaluated_mesh_copy,
@@ -31,9 +31,6 @@ from .sources import BuildPlan, PoseSpaceInputError, build_plan, read_frames
 from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, forget, is_space_object, store
 
 __all__ = ["BuildSummary", "build", "iter_build", "write_build"]
-
-DEFAULT_TOLERANCE_FRACTION = 0.002  # of the bounding-box diagonal (meshes)
-STATIC_SPAN = 1e-6  # relative: a sequence whose values change less than this is static
 
 
 def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
@@ -49,9 +46,7 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
         raise PoseSpaceInputError(f"Cannot build a pose space from non-finite data: frame {plan.frames[row]:g}, {what}")
     plan.z = z
     zs = z * plan.channel_scale if plan.channel_scale is not None else z
-    span = float(np.ptp(zs, axis=0).max())
-    size = float(np.abs(zs).max()) or 1.0
-    if span <= STATIC_SPAN * max(size, 1e-300):
+    if is_static(zs):
         raise PoseSpaceInputError(
             f'Nothing moves: every frame of "{ob.name}" ({plan.frames[0]:g}-{plan.frames[-1]:g}) has the same '
             f"{'pose' if plan.source == 'ACTION' else 'shape'} (a static sequence, zero variance)"
@@ -64,7 +59,7 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
     elif plan.tolerance > 0.0:
         tol = plan.tolerance
     else:
-        tol = DEFAULT_TOLERANCE_FRACTION * _bbox_diagonal(zs)
+        tol = default_tolerance(zs)
     if tol is not None and plan.k is not None and plan.l is not None and plan.m is not None:
         tol = None  # everything given
     plan.tolerance_used = tol
@@ -81,11 +76,6 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
     plan.space = space
     yield 1.0
     return space
-
-
-def _bbox_diagonal(z: np.ndarray) -> float:
-    pts = z.mean(axis=0).reshape(-1, 3)
-    return float(np.linalg.norm(np.ptp(pts, axis=0))) or 1.0
 
 
 @dataclass
@@ -173,13 +163,10 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
         store(ps_ob, space, extra)
     else:
         ps_ob = _space_mesh_object(plan)
-        x = space.latent
-        scales = np.max(np.abs(x), axis=0) if x.size else np.ones(space.m)
-        scales = np.where(scales > 0.0, scales, 1.0)
-        n_vert = space.shape.h0.size // 3
+        scales = key_scales(space.latent)
         names = [f"{KEY_PREFIX}{j + 1:02d}" for j in range(space.m)]
-        h0 = space.shape.h0.reshape(n_vert, 3)
-        keys = [(names[j], h0 + scales[j] * space.shape.H[:, j].reshape(n_vert, 3)) for j in range(space.m)]
+        h0, targets = key_targets(space.shape, scales)
+        keys = list(zip(names, targets, strict=True))
         write_shape_key_basis(ps_ob, h0, keys, slider_min=-SLIDER_RANGE, slider_max=SLIDER_RANGE)
         extra.update({"kind": "MESH", "scales": [float(v) for v in scales], "key_names": names})
         store(ps_ob, space, extra)

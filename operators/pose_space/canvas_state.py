@@ -4,7 +4,8 @@ scale), cursor, the stroke being drawn and the model being edited; where the can
 (``panels/pose_space_canvas_draw.py``).
 
 The state is module state, never saved in the .blend (forgotten when a file is loaded). Geometry,
-view transform and hit-testing come from the pure :mod:`anim_signals.posespace.canvas`.
+view transform, what a time-edited model shows (``drawable``) and hit-testing come from the pure
+:mod:`anim_signals.posespace.canvas`.
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ __all__ = [
     "canvas_rect",
     "canvas_units",
     "current_time",
-    "drawable",
     "forget_states",
     "has_states",
-    "inside",
     "poll_space",
     "state_of",
     "tag_redraw",
@@ -135,51 +134,14 @@ def canvas_rect(context, region=None) -> tuple[float, float, float, float] | Non
     return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
 
 
-@dataclass(frozen=True)
-class _Shown:
-    """What the canvas draws of a model whose time signal has another frame count than its frame
-    positions (after a sketch or a resample): the positions keep their order, coloured over the
-    time signal's frame range (canvas_geometry wants one time per position)."""
-
-    positions: np.ndarray
-    pose: Any
-    time: Any
-    frames: np.ndarray
-    pins: dict
-
-
-_SHOWN: list[tuple[Any, Any]] = []  # [(model, drawable)]: the last one (keeps the core canvas's cache warm)
-
-
-def drawable(space) -> Any:
-    """``space`` itself, or a :class:`_Shown` stand-in when ``len(space.frames) != space.n``."""
-    frames = np.asarray(space.frames, dtype=float).ravel()
-    if frames.size == space.n:
-        return space
-    if _SHOWN and _SHOWN[0][0] is space:
-        return _SHOWN[0][1]
-    lo, hi = (float(frames.min()), float(frames.max())) if frames.size else (1.0, float(space.n))
-    shown = _Shown(space.positions, space.pose, space.time, np.linspace(lo, hi, space.n), space.pins)
-    _SHOWN[:] = [(space, shown)]
-    return shown
-
-
 def view_for(state: CanvasState, space, rect) -> cv.View:
     """The canvas view: the state's centre and scale on ``rect`` (fitted to the model the first time)."""
     x0, y0, w, h = rect
     if state.center is None or state.scale is None:
-        v = cv.fit_space_view(drawable(space), max(int(w), 1), max(int(h), 1), origin=(x0, y0))
+        v = cv.fit_space_view(cv.drawable(space), max(int(w), 1), max(int(h), 1), origin=(x0, y0))
         state.center, state.scale = v.center, v.scale
         return v
     return cv.View(state.center, state.scale, max(int(w), 1), max(int(h), 1), (x0, y0))
-
-
-def inside(rect, xy) -> bool:
-    """The region pixel ``xy`` lies on the canvas ``rect`` (x0, y0, width, height); False without one."""
-    if rect is None:
-        return False
-    x0, y0, w, h = rect
-    return x0 <= xy[0] <= x0 + w and y0 <= xy[1] <= y0 + h
 
 
 def current_time(scene) -> float:
@@ -222,6 +184,6 @@ def canvas_geometry_for(context, ob, space, rect) -> cv.CanvasGeometry:
     st = state_of(ob)
     shown = st.preview if st.preview is not None else space
     view = view_for(st, shown, rect)
-    return cv.canvas_geometry(drawable(shown), view, current_time=current_time(context.scene), cursor=st.cursor,
+    return cv.canvas_geometry(cv.drawable(shown), view, current_time=current_time(context.scene), cursor=st.cursor,
                               stroke=st.stroke)
 

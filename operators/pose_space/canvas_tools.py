@@ -33,8 +33,6 @@ from .canvas_state import (
     active_space,
     canvas_rect,
     current_time,
-    drawable,
-    inside,
     poll_space,
     state_of,
     tag_redraw,
@@ -114,7 +112,7 @@ class _CanvasDrag:
     def _hit(self, context, xy) -> cv.Hit:
         view = self._view(context)
         assert view is not None
-        geom = cv.canvas_geometry(drawable(self._space), view)
+        geom = cv.canvas_geometry(cv.drawable(self._space), view)
         _, scale = ui_metrics(context)
         return cv.hit_test(geom, xy, radius_px=HIT_RADIUS * max(scale, 1.0))
 
@@ -190,7 +188,7 @@ class _CanvasDrag:
                 return result
             return {"RUNNING_MODAL"}  # nothing else while dragging
         rect = self._rect_now(context)
-        on_canvas = inside(rect, xy)
+        on_canvas = cv.inside(rect, xy)
         if on_canvas and kind in {"WHEELUPMOUSE", "WHEELDOWNMOUSE"}:
             self._zoom(context, xy, ZOOM_STEP if kind == "WHEELUPMOUSE" else 1.0 / ZOOM_STEP)
             return {"RUNNING_MODAL"}

@@ -25,8 +25,6 @@ from .canvas_state import (
     active_space,
     canvas_rect,
     current_time,
-    drawable,
-    inside,
     poll_space,
     state_of,
     tag_redraw,
@@ -59,7 +57,7 @@ def _canvas_under_mouse(context, event):
     if space is None:
         return None
     rect = canvas_rect(context)
-    if not inside(rect, (event.mouse_region_x, event.mouse_region_y)):
+    if not cv.inside(rect, (event.mouse_region_x, event.mouse_region_y)):
         return None
     return ob, space, rect
 
@@ -167,7 +165,7 @@ class ANIM_SIGNALS_OT_pose_space_canvas_press(bpy.types.Operator):
             return {"FINISHED"}
         view = view_for(state_of(ob), space, rect)
         _, scale = ui_metrics(context)
-        h = cv.hit_test(cv.canvas_geometry(drawable(space), view), xy, radius_px=HIT_RADIUS * max(scale, 1.0))
+        h = cv.hit_test(cv.canvas_geometry(cv.drawable(space), view), xy, radius_px=HIT_RADIUS * max(scale, 1.0))
         if h.kind == "CONTROL_POINT":
             bpy.ops.anim_signals.pose_space_edit_time("INVOKE_DEFAULT", index=h.index, start_drag=True)
         elif h.kind == "FRAME":
@@ -218,8 +216,8 @@ class ANIM_SIGNALS_OT_pose_space_save_png(bpy.types.Operator):
             return {"CANCELLED"}
         path = resolve_png_path(self.filepath, ob.name)
         st = state_of(ob)
-        view = cv.fit_space_view(drawable(space), self.width, self.height)
-        geom = cv.canvas_geometry(drawable(space), view, current_time=current_time(context.scene), cursor=st.cursor)
+        view = cv.fit_space_view(cv.drawable(space), self.width, self.height)
+        geom = cv.canvas_geometry(cv.drawable(space), view, current_time=current_time(context.scene), cursor=st.cursor)
         try:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
             written = cv.render_png(geom, path, title=f"Pose space: {ob.name}")

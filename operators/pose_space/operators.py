@@ -5,7 +5,7 @@ Thin: :mod:`.sources` plans and checks (raising :class:`~.sources.PoseSpaceInput
 changed), :mod:`.building` reads and builds on arrays, and only then is anything written. Building
 is modal in the UI (progress bar, Esc / right-click cancels while frames are read); every operator
 also runs synchronously through ``execute()``. The canvas operators (navigate, sketch, edit time,
-pin) are in :mod:`.canvas_edits` and use the same storage.
+pin) are in :mod:`.canvas_tools` and use the same storage.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import time
 
 import bpy
 
+from ...anim_signals.posespace import resample_times, resampled_space
 from ..blender_data.frames import scene_fps
 from ..common import SettingsOperator, StepwiseOperator
 from .building import iter_build, write_build
-from .posing import bake_space, resample_times, resampled_space
+from .posing import bake_space
 from .properties import (
     BAKE_SETTINGS,
     BUILD_SETTINGS,

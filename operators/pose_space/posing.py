@@ -1,17 +1,17 @@
 """Posing with a stored pose space and writing its sequence: a pose-space point or a time of the
 time signal becomes shape-key values (meshes) or bone transforms (armatures); a bake keys every
-frame of the time signal; resampling re-times the sequence (Cashman and Hormann, section 4.2).
+whole frame of the time signal. The values come from the core (``anim_signals.posespace.controls``
+and ``.retime``); this module only writes them.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
 
-from ...anim_signals.posespace import PoseSpace, TimeSignal
+from ...anim_signals.posespace import PoseSpace, bake_frames, channel_values, key_values
 from ..blender_data.actions import (
     get_action,
     id_read_only_reason,
@@ -34,28 +34,13 @@ from .storage import (
     space_object,
 )
 
-__all__ = [
-    "RESAMPLE_MODES",
-    "BakeSummary",
-    "apply_position",
-    "apply_time",
-    "bake_frames",
-    "bake_space",
-    "resample_times",
-    "resampled_space",
-]
+__all__ = ["BakeSummary", "apply_position", "apply_time", "bake_space"]
 
 
 def _pose_values(binding: Binding, space: PoseSpace, weights: np.ndarray) -> np.ndarray:
-    """Armature channel values (..., d) from shape coordinates (..., m): decoded, unscaled,
-    quaternions normalised."""
+    """Armature channel values (..., d) of shape coordinates (..., m)."""
     assert binding.channel_scale is not None
-    v = space.shape.decode(weights) / binding.channel_scale
-    for cols in binding.quat_groups:
-        q = v[..., cols]
-        norm = np.linalg.norm(q, axis=-1, keepdims=True)
-        v[..., cols] = q / np.where(norm > 0.0, norm, 1.0)
-    return v
+    return channel_values(space.shape, weights, binding.channel_scale, binding.quat_groups)
 
 
 def apply_position(ob, space: PoseSpace, p) -> np.ndarray:
@@ -70,7 +55,7 @@ def apply_position(ob, space: PoseSpace, p) -> np.ndarray:
     _, binding = cached(ps)
     w = space.weights_at(np.asarray(p, dtype=float).reshape(2))
     if binding.kind == "MESH":
-        values = np.clip(w / binding.scales, -SLIDER_RANGE, SLIDER_RANGE)
+        values = key_values(w, binding.scales, SLIDER_RANGE)
         key = ps.data.shape_keys
         assert binding.key_indices is not None
         set_key_values(key, binding.key_indices, values, binding.buffer)
@@ -108,13 +93,6 @@ def _is_bake(action) -> bool:
     return bool(action is not None and action.get(BAKE_MARK))
 
 
-def bake_frames(space: PoseSpace) -> np.ndarray:
-    """Whole frames covered by the time signal (the frames a bake keys)."""
-    frames = space.time.frames
-    lo, hi = math.ceil(float(frames[0]) - 1e-6), math.floor(float(frames[-1]) + 1e-6)
-    return np.arange(lo, hi + 1, dtype=np.float64)
-
-
 def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_range: bool = False) -> BakeSummary:
     """Keyframes for every whole frame of the time signal: the component shape-key values of the
     pose-space object (a new action on its shape keys) or the bone transforms (a new action
@@ -141,7 +119,7 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
             raise ValueError(reason)
         if getattr(key.animation_data, "use_tweak_mode", False):
             raise ValueError(f'The shape keys of "{ps.name}" are in NLA tweak mode: exit tweak mode first')
-        values = np.clip(weights / binding.scales, -SLIDER_RANGE, SLIDER_RANGE)
+        values = key_values(weights, binding.scales, SLIDER_RANGE)
         old = get_action(key)
         action = new_action(key, f"{ps.name}.bake", keep_previous=not _is_bake(old))
         names = [str(nm) for nm in info.get("key_names", [])]
@@ -174,63 +152,3 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
     if set_scene_range:
         scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
     return s
-
-
-RESAMPLE_MODES = ("SPEED", "FRAME_COUNT", "FRAME_RATE", "RANGE")
-
-
-def resample_times(
-    time_signal: TimeSignal,
-    *,
-    mode: str = "SPEED",
-    speed: float = 1.0,
-    frame_count: int = 0,
-    fps_from: float = 24.0,
-    fps_to: float = 24.0,
-    range_start: float | None = None,
-    range_end: float | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """New frame numbers F' (whole frames from the first frame) and the times tau_i of the current
-    time signal they show (Cashman and Hormann, section 4.2): ``SPEED`` plays ``speed`` times as
-    fast (0.5: slow motion), ``FRAME_COUNT`` spreads ``frame_count`` frames over the whole range, ``FRAME_RATE`` converts
-    ``fps_from`` -> ``fps_to`` (same duration in seconds), ``RANGE`` plays only the frames
-    ``range_start``..``range_end`` at ``speed`` (slow down or speed up a part). Raises ValueError."""
-    frames = np.asarray(time_signal.frames, dtype=float)
-    a, b = float(frames[0]), float(frames[-1])
-    if mode == "FRAME_COUNT":
-        if frame_count < 2:
-            raise ValueError("A resampled sequence needs at least 2 frames")
-        taus = np.linspace(a, b, int(frame_count))
-        return a + np.arange(taus.size, dtype=float), taus
-    if mode == "FRAME_RATE":
-        if not (fps_from > 0.0 and fps_to > 0.0):
-            raise ValueError("Frame rates must be positive")
-        speed, r0, r1 = fps_from / fps_to, a, b
-    elif mode == "SPEED":
-        r0, r1 = a, b
-    elif mode == "RANGE":
-        r0 = a if range_start is None else float(range_start)
-        r1 = b if range_end is None else float(range_end)
-        if not (a <= r0 < r1 <= b):
-            raise ValueError(f"The range {r0:g}-{r1:g} must lie inside the frames {a:g}-{b:g} and not be empty")
-    else:
-        raise ValueError(f"Unknown resample mode {mode!r}: one of {', '.join(RESAMPLE_MODES)}")
-    if not (math.isfinite(speed) and speed > 0.0):
-        raise ValueError("The speed factor must be positive")
-    new_bp = np.array([0.0, r0 - a, r0 - a + (r1 - r0) / speed, r0 - a + (r1 - r0) / speed + (b - r1)])
-    old_bp = np.array([a, r0, r1, b])
-    count = int(math.floor(new_bp[-1] + 1e-9)) + 1
-    if count < 2:
-        raise ValueError(f"Resampling leaves {count} frame: slow down less")
-    s = np.arange(count, dtype=float)
-    taus = np.clip(np.interp(s, new_bp, old_bp), a, b)
-    return a + s, taus
-
-
-def resampled_space(space: PoseSpace, new_frames: np.ndarray, taus: np.ndarray) -> PoseSpace:
-    """The same curve and poses with a new time signal: frame F'_i shows psi(tau_i) exactly (the
-    monotone reparametrisation now maps F'_i to rho(tau_i)); the curve, g and h are unchanged."""
-    new_frames = np.asarray(new_frames, dtype=float)
-    params = space.time.rho(np.asarray(taus, dtype=float))
-    params = np.maximum.accumulate(params)  # monotone (rounding)
-    return replace(space, time=replace(space.time, params=params, frames=new_frames))

@@ -26,10 +26,10 @@ import bpy
 import numpy as np
 
 from ...anim_signals import posespace
+from ...anim_signals.channels import radian_weights
 from ...anim_signals.posespace import PoseSpace
 from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
 from ..blender_data.armatures import figure_height, pose_bone_fcurves, read_action_matrix
-from ..blender_data.channels import LOCATION, QUATERNION
 from ..blender_data.frames import scene_fps
 from ..blender_data.meshes import TopologyChangeError, mesh_cache_frame_range, mesh_sequence_rows
 from ..blender_data.shape_keys import read_shape_key_matrix, shape_key_fcurves, shape_keys_animated
@@ -115,16 +115,10 @@ def _frames(start: float, end: float, step: int) -> np.ndarray:
 
 def _channel_scale(ob, specs) -> np.ndarray:
     """Weights putting channels on the scale of radians (the model is built on channel x weight,
-    decoded values are divided by it): quaternion components 2 (a change e is about 2e radians),
-    locations 2 / figure height (as Make Cyclic weighs them), the rest 1."""
-    height = figure_height(ob)
-    scale = np.ones(len(specs))
-    for j, s in enumerate(specs):
-        if s.kind == QUATERNION:
-            scale[j] = 2.0
-        elif s.kind == LOCATION and height > 0.0:
-            scale[j] = 2.0 / height
-    return scale
+    decoded values are divided by it): :func:`anim_signals.channels.radian_weights`, quaternion
+    components 2 (a change e is about 2e radians), locations 2 / figure height (as Make Cyclic
+    weighs them), the rest 1."""
+    return radian_weights([s.kind for s in specs], figure_height(ob))
 
 
 def build_plan(

@@ -54,7 +54,7 @@ import bpy
 import numpy as np
 
 from ...anim_signals.manifolds.clips import quaternion_groups
-from ...anim_signals.posespace import PoseSpace
+from ...anim_signals.posespace import PoseSpace, shape_from_keys
 from ..blender_data.actions import id_read_only_reason
 from ..blender_data.armatures import PoseWriter
 from ..blender_data.shape_keys import read_key_block_coords
@@ -234,8 +234,7 @@ def _load_uncached(ob) -> tuple[PoseSpace, Binding]:
         coords = read_key_block_coords(key, [key.reference_key.name, *names])
         if coords.shape[1] * 3 != int(g["d"]):
             raise PoseSpaceDataError(f'"{ob.name}" has {coords.shape[1]} vertices, its pose space {int(g["d"]) // 3}: rebuild it')
-        h0 = coords[0].reshape(-1)
-        h = ((coords[1:] - coords[0]).reshape(m, -1) / scales[:, None]).T
+        h0, h = shape_from_keys(coords[0], coords[1:], scales)
         index = {kb.name: i for i, kb in enumerate(blocks)}
         binding.key_indices = np.array([index[nm] for nm in names], dtype=np.int64)
         binding.buffer = np.empty(len(blocks), dtype=np.float32)

@@ -45,12 +45,18 @@ def ll(extension):
 
 
 @pytest.fixture
-def face_scene(scene, ll, tmp_path):
+def gen(extension):
+    """The generated face and expressions of the core."""
+    return sys.modules[f"{EXT}.anim_signals.motiondb.generated"]
+
+
+@pytest.fixture
+def face_scene(gen, scene, ll, tmp_path):
     """A generated face with three imported expression takes (CSV written by the test)."""
     scene.render.fps, scene.render.fps_base = FPS, 1.0
     paths = []
     for i, n in enumerate((90, 70, 80)):
-        values = ll.generated_expressions(n, seed=10 + i, fps=FPS)
+        values = gen.generated_expressions(n, seed=10 + i, fps=FPS)
         values = np.column_stack([values, np.zeros((n, 9))])
         p = tmp_path / f"take{i}.csv"
         ll.write_csv(p, np.arange(n) / FPS, values, start_seconds=3600 + 10 * i)
@@ -82,10 +88,10 @@ def test_import_generated_face(face_scene, ll):
     assert all(bpy.data.actions.get(f"take{i}") is not None for i in range(3))
 
 
-def test_import_resamples_to_scene_fps(scene, ll, tmp_path):
+def test_import_resamples_to_scene_fps(gen, scene, ll, tmp_path):
     scene.render.fps = 24
     n = 61
-    values = np.column_stack([ll.generated_expressions(n, seed=2, fps=60.0), np.zeros((n, 9))])
+    values = np.column_stack([gen.generated_expressions(n, seed=2, fps=60.0), np.zeros((n, 9))])
     p = tmp_path / "sixty.csv"
     ll.write_csv(p, np.arange(n) / 60.0, values)
     assert bpy.ops.anim_signals.import_live_link_csv(filepath=str(p)) == {"FINISHED"}
@@ -112,12 +118,12 @@ def test_import_onto_active_arkit_mesh_lowercase(scene, ll, tmp_path):
     assert sorted(_key_curves(ob)) == ["eyeBlinkLeft", "jawOpen"]
 
 
-def test_csv_gaps_and_nan_rows_reported(scene, ll, tmp_path, mdb):
+def test_csv_gaps_and_nan_rows_reported(gen, scene, ll, tmp_path, mdb):
     scene.render.fps = FPS
     t = np.arange(60) / FPS
     keep = np.ones(60, dtype=bool)
     keep[20:35] = False  # 0.5 s dropped
-    values = np.column_stack([ll.generated_expressions(60, seed=1, fps=FPS), np.zeros((60, 9))])[keep]
+    values = np.column_stack([gen.generated_expressions(60, seed=1, fps=FPS), np.zeros((60, 9))])[keep]
     values[3] = np.nan
     p = tmp_path / "gappy.csv"
     ll.write_csv(p, t[keep], values)
@@ -254,12 +260,12 @@ def test_reconstruct_modal_steps_and_escape(face_scene):
     assert scene.anim_signals.motion_db.last_frames == 70
 
 
-def test_query_longer_than_any_clip(face_scene, ll, tmp_path):
+def test_query_longer_than_any_clip(gen, face_scene, ll, tmp_path):
     scene, face, _ = face_scene
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
     n = 300  # longer than every clip (90 frames at most)
     p = tmp_path / "long.csv"
-    ll.write_csv(p, np.arange(n) / FPS, np.column_stack([ll.generated_expressions(n, seed=99, fps=FPS), np.zeros((n, 9))]))
+    ll.write_csv(p, np.arange(n) / FPS, np.column_stack([gen.generated_expressions(n, seed=99, fps=FPS), np.zeros((n, 9))]))
     bpy.ops.anim_signals.import_live_link_csv(filepath=str(p))
     assert bpy.ops.anim_signals.reconstruct_motion(k=64, window=16) == {"FINISHED"}
     fc = _key_curves(face)["JawOpen"]
@@ -321,7 +327,7 @@ def test_save_reload_keeps_database(face_scene, mdb, tmp_path):
         pass  # the scene fixture clears the data
 
 
-def test_bad_database_input(scene, mdb, ll, tmp_path):
+def test_bad_database_input(gen, scene, mdb, ll, tmp_path):
     scene.render.fps = FPS
     # No active object, no database.
     with pytest.raises(RuntimeError):
@@ -332,7 +338,7 @@ def test_bad_database_input(scene, mdb, ll, tmp_path):
     with pytest.raises(RuntimeError, match="No action named"):
         bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS", actions="nope")
     p = tmp_path / "a.csv"
-    ll.write_csv(p, np.arange(40) / FPS, np.column_stack([ll.generated_expressions(40, seed=5, fps=FPS), np.zeros((40, 9))]))
+    ll.write_csv(p, np.arange(40) / FPS, np.column_stack([gen.generated_expressions(40, seed=5, fps=FPS), np.zeros((40, 9))]))
     bpy.ops.anim_signals.import_live_link_csv(filepath=str(p))
     face = bpy.context.active_object
     # Reconstructing without a database.

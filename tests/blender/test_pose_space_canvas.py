@@ -240,18 +240,15 @@ def test_canvas_rect_follows_the_sidebar(pc):
     assert pc.canvas_rect(ctx) is None
 
 
-def test_gpu_layer_helpers(draw):
-    c = np.array([[10.0, 20.0], [30.0, 40.0]])
-    tris = draw.disc_tris(c, 3.0, 12)
-    assert tris.shape == (2 * 12 * 3, 2)
-    assert np.allclose(np.linalg.norm(tris[1::3] - np.repeat(c, 12, axis=0), axis=1), 3.0)
-    assert draw.ring_tris(c, 5.0, 4.0, 16).shape == (2 * 16 * 6, 2)
-    assert draw.square_tris(c, 2.0).shape == (12, 2) and draw.square_lines(c, 2.0).shape == (16, 2)
-    assert draw.crosshair_lines(c[0], 9.0, 3.0).shape == (8, 2)
-    assert draw.polyline_segments(np.zeros((5, 2))).shape == (8, 2)
-    dashed = draw.dashed_segments(np.array([[0.0, 0.0], [90.0, 0.0]]), 5.0, 4.0)
-    assert dashed.shape == (20, 2) and np.all(np.diff(dashed[:, 0].reshape(-1, 2), axis=1) <= 5.0 + 1e-12)
+def test_gpu_layer(scene, draw, data, tmp_path, core):
+    """The draw handler returns at once in background mode; what it would draw (the core's marks,
+    tested in tests/core/test_canvas_shapes.py) is built from a stored model's geometry."""
     draw._draw_callback()  # background: returns without touching the gpu module
+    _, space = make_space(data, tmp_path)
+    view = core.fit_space_view(space, int(RECT[2]), int(RECT[3]), origin=RECT[:2])
+    marks = core.shapes.canvas_marks(core.canvas_geometry(space, view, current_time=3.0), RECT)
+    assert [m.primitive for m in marks[:2]] == ["TRIS", "LINES"] and marks[-1].primitive == "LINES"
+    assert sum(len(m.vertices) for m in marks if m.colors is not None) == space.n * 12 * 3
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Live Link Face CSV reading / writing / resampling and the generated ARKit face (anim_signals.motiondb.livelink)."""
+"""Live Link Face CSV reading / writing / resampling (anim_signals.motiondb.livelink) and the generated ARKit face
+(anim_signals.motiondb.generated)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from anim_signals.motiondb import generated as gen
 from anim_signals.motiondb import livelink as ll
 
 FACIAL = (Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "facial").resolve()
@@ -64,7 +66,7 @@ def _write_gappy(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
     keep[20:26] = False  # 6 dropped frames (0.2 s gap)
     keep[40:52] = False  # 12 dropped frames (0.4 s gap: a long one)
     times = times[keep]
-    values = ll.generated_expressions(n, seed=3, fps=rate)[keep]
+    values = gen.generated_expressions(n, seed=3, fps=rate)[keep]
     values = np.column_stack([values, np.zeros((values.shape[0], 9))])
     values[5] = np.nan  # tracking lost: the whole row
     values[9, 3] = np.nan  # one empty cell
@@ -100,7 +102,7 @@ def test_gaps_and_nan_cells(tmp_path):
 
 def test_round_trip(tmp_path):
     times = np.arange(50) / 60.0
-    values = np.column_stack([ll.generated_expressions(50, seed=1, fps=60.0), np.linspace(-0.2, 0.3, 50)[:, None] * np.ones(9)])
+    values = np.column_stack([gen.generated_expressions(50, seed=1, fps=60.0), np.linspace(-0.2, 0.3, 50)[:, None] * np.ones(9)])
     path = tmp_path / "rt.csv"
     ll.write_csv(path, times, values, start_seconds=3600 * 23 + 59 * 60 + 59.5)  # crosses midnight
     rec = ll.read_csv(path)
@@ -135,10 +137,10 @@ def test_bad_files(tmp_path):
 
 
 def test_generated_face():
-    face = ll.generated_face(resolution=16)
+    face = gen.generated_face(resolution=16)
     assert face.vertices.shape == (17 * 17, 3) and len(face.faces) == 256
     assert list(face.shape_keys) == list(ll.ARKIT_BLENDSHAPES)
-    again = ll.generated_face(resolution=16)
+    again = gen.generated_face(resolution=16)
     for name in ll.ARKIT_BLENDSHAPES:
         delta = face.shape_keys[name] - face.vertices
         assert np.abs(delta).max() > 1e-3, name  # every key moves something
@@ -159,9 +161,16 @@ def test_generated_face():
 
 
 def test_generated_expressions():
-    a = ll.generated_expressions(120, seed=4)
-    b = ll.generated_expressions(120, seed=4)
+    a = gen.generated_expressions(120, seed=4)
+    b = gen.generated_expressions(120, seed=4)
     np.testing.assert_array_equal(a, b)
     assert a.shape == (120, 52) and a.min() >= 0 and a.max() <= 1
     assert np.abs(np.diff(a, axis=0)).max() < 0.5  # smooth
-    assert not np.array_equal(a, ll.generated_expressions(120, seed=5))
+    assert not np.array_equal(a, gen.generated_expressions(120, seed=5))
+
+
+def test_generated_names_importable_from_the_package():
+    import anim_signals.motiondb as mdb
+
+    assert mdb.generated_face is gen.generated_face and mdb.generated_expressions is gen.generated_expressions
+    assert mdb.FaceMesh is gen.FaceMesh

@@ -403,3 +403,43 @@ def test_crossfade_constant_channel():
     c[:, 1] = 4.0
     out = crossfade_loop(c, 8)
     np.testing.assert_array_equal(out[:, 1], 4.0)
+
+
+def test_nearly_closed_threshold_closed_form():
+    """Allowed seam: 3 median frame steps + 1 % of the range + 1e-6 (here: 3 + 0.01 * range)."""
+    from anim_signals.manifolds.loop import nearly_closed
+
+    zigzag = [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]  # steps of 1: median step 1
+    assert nearly_closed(np.array(zigzag + [3.0])[:, None])  # jump 3 <= 3 + 0.03
+    assert not nearly_closed(np.array(zigzag + [3.1])[:, None])  # jump 3.1 > 3 + 0.031
+    # every channel must close
+    two = np.column_stack([zigzag + [0.0], zigzag + [3.1]])
+    assert not nearly_closed(two)
+    assert nearly_closed(two[:, :1])
+
+
+def test_nearly_closed_travel_counts_net_of_the_travel():
+    from anim_signals.manifolds.loop import nearly_closed
+
+    t = np.linspace(0.0, 1.0, 40)
+    walk = np.column_stack([np.sin(2.0 * np.pi * t), 5.0 * t])  # a cycle, and forward travel
+    assert not nearly_closed(walk)
+    assert nearly_closed(walk, [1])
+
+
+def test_joint_seam_closed_form():
+    from anim_signals.manifolds.loop import joint_seam
+
+    lo = np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 2.0]])  # root, and a second joint
+    step_lo = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.5]])
+    travel = np.array([10.0, 2.0, 0.3])  # the root's travel lo -> hi, z too
+    step_hi = np.array([[1.0, 0.0, 0.0], [1.0, 0.3, 0.5]])
+    hi = lo + travel + np.array([[0.0, 0.0, 0.0], [0.0, 0.4, 0.0]])
+    heads = np.stack([lo, lo + step_lo, hi - step_hi, hi])
+    pose, velocity = joint_seam(heads, [0])
+    # horizontal travel taken out, the vertical 0.3 is not; the second joint is also off by 0.4 in y
+    assert pose == pytest.approx(math.hypot(0.4, 0.3), rel=1e-12)
+    assert velocity == pytest.approx(0.3, rel=1e-12)  # the second joint's step differs by 0.3 in y
+    pose_in_place, velocity_in_place = joint_seam(heads, None)
+    assert pose_in_place == pytest.approx(float(np.linalg.norm(travel + [0.0, 0.4, 0.0])), rel=1e-12)
+    assert velocity_in_place == velocity

@@ -206,3 +206,39 @@ def test_resample_keeps_the_time_span_of_a_sine():
     h = 1.0 / (n_old - 1)
     bound = h * h / 8 * (2 * math.pi) ** 2
     assert np.max(np.abs(out - np.sin(2 * np.pi * np.linspace(0, 1, 731)))) <= bound * (1 + 1e-9)
+
+
+def test_harmonise_undoes_whole_turns_and_quaternion_signs():
+    """A second clip stored k turns away, with its quaternion negated, is moved back next to the
+    reference: the same poses, the reference's numbers (up to the clip's own motion)."""
+    from anim_signals.manifolds.clips import harmonise
+
+    rng = np.random.default_rng(11)
+    ref = np.column_stack([
+        np.linspace(0.2, 1.0, 30), np.linspace(-2.0, -2.5, 30), axis_angle_quats(np.linspace(0.0, 1.0, 30), [0, 0, 1]),
+        np.linspace(0.0, 5.0, 30), axis_angle_quats(np.linspace(0.5, 0.7, 30), [1, 0, 0]),
+    ])
+    kinds = [EULER, EULER] + [QUATERNION] * 4 + [LOCATION] + [QUATERNION] * 4
+    owners = ["a", "b"] + ["q"] * 4 + ["root"] + ["p"] * 4
+    # another take: a little different, 3 and -2 turns away, first quaternion negated, the second not
+    other = ref[::2] + rng.normal(0.0, 0.05, size=ref[::2].shape)
+    moved = other.copy()
+    moved[:, 0] += 3 * 2.0 * np.pi
+    moved[:, 1] -= 2 * 2.0 * np.pi
+    moved[:, 2:6] *= -1.0
+    before = moved.copy()
+    out = harmonise(moved, ref, kinds, owners)
+    np.testing.assert_array_equal(moved, before)
+    np.testing.assert_allclose(out, other, atol=1e-12)
+    # a curve already next to the reference stays as it is
+    np.testing.assert_array_equal(harmonise(other, ref, kinds, owners), other)
+
+
+def test_harmonise_rounds_to_the_nearest_turn():
+    from anim_signals.manifolds.clips import harmonise
+
+    ref = np.zeros((4, 1))
+    curve = np.full((3, 1), 2.0 * np.pi * 2 + 3.0)  # mean 3 rad + 2 turns away: nearest is 3.0, not 3 - 2 pi
+    np.testing.assert_allclose(harmonise(curve, ref, [EULER], ["a"]), 3.0, atol=1e-12)
+    curve = np.full((3, 1), -2.0 * np.pi + 3.3)  # -2.98 rad is nearer to 0 than 3.3 rad: left as it is
+    np.testing.assert_allclose(harmonise(curve, ref, [EULER], ["a"]), 3.3 - 2.0 * np.pi, atol=1e-12)

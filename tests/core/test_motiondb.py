@@ -16,7 +16,16 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from anim_signals.motiondb import MotionDatabase, OLNGParams, Reconstructor, reconstruct, synthesize
+from anim_signals.motiondb import (
+    MotionDatabase,
+    OLNGParams,
+    Reconstructor,
+    is_eye_channel,
+    iter_reconstruct,
+    match_names,
+    reconstruct,
+    synthesize,
+)
 
 # ------------------------------------------------------------------------------------------------
 # generated data
@@ -529,6 +538,68 @@ def test_nan_frames_are_held_and_skip_the_graph():
         np.testing.assert_array_equal(out.poses[i], out.poses[2])
         np.testing.assert_array_equal(out.best[i], out.best[2])
     assert np.all(np.isfinite(out.poses)) and np.all(np.isfinite(out.best))
+
+
+def test_iter_reconstruct_yields_progress_and_returns_the_batch():
+    """The generator behind reconstruct(): one progress value (i + 1) / n per query frame, and as its
+    return value the outputs of a plain Reconstructor loop (NaN frames held, leading ones filled)."""
+    db, clips = make_db((30, 25, 35), d=4, seed=21)
+    params = OLNGParams(k=10, window=5, paths=3, stay=0.1)
+    rng = np.random.default_rng(22)
+    queries = clips[2][3:20] + rng.normal(scale=0.1, size=(17, 4))
+    queries[[0, 6, 7]] = np.nan
+    gen = iter_reconstruct(db, queries, params)
+    progress = []
+    while True:
+        try:
+            progress.append(next(gen))
+        except StopIteration as stop:
+            batch = stop.value
+            break
+    assert progress == [(i + 1) / 17 for i in range(17)]
+    rec = Reconstructor(db, params)
+    expected_pose, expected_best = np.full((17, 4), np.nan), np.full((17, 4), np.nan)
+    for i, q in enumerate(queries):
+        if np.isnan(q).any():
+            expected_pose[i], expected_best[i] = expected_pose[i - 1], expected_best[i - 1]
+            continue
+        s = rec.step(q)
+        expected_pose[i], expected_best[i] = s.pose, s.best
+        assert batch.best_index[i] == s.best_index and batch.best_cost[i] == s.best_cost
+    expected_pose[0], expected_best[0] = expected_pose[1], expected_best[1]
+    np.testing.assert_array_equal(batch.poses, expected_pose)
+    np.testing.assert_array_equal(batch.best, expected_best)
+    np.testing.assert_array_equal(batch.best_index[[0, 6, 7]], -1)
+    np.testing.assert_array_equal(batch.seconds[[0, 6, 7]], 0.0)
+    again = reconstruct(db, queries, params)
+    for name in ("poses", "best", "best_index", "best_length", "best_cost"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(batch, name))
+
+
+def test_iter_reconstruct_without_frames_and_all_nan():
+    db, _ = make_db((30, 25, 35), d=4, seed=23)
+    params = OLNGParams(k=8, window=4, paths=2)
+    empty = reconstruct(db, np.empty((0, 4)), params)
+    assert empty.poses.shape == (0, 4) and empty.best_index.shape == (0,)
+    held = reconstruct(db, np.full((3, 4), np.nan), params)
+    assert np.isnan(held.poses).all() and np.all(held.best_index == -1)
+    with pytest.raises(ValueError, match="query has 3 values"):
+        next(iter_reconstruct(db, np.zeros((2, 3)), params))
+
+
+def test_match_names_exact_first_then_case_insensitive():
+    have = ["eyeBlinkLeft", "JawOpen", "jawopen", "MouthClose"]
+    got = match_names(["EyeBlinkLeft", "JawOpen", "Nose", "MOUTHCLOSE"], have)
+    assert got == {"EyeBlinkLeft": "eyeBlinkLeft", "JawOpen": "JawOpen", "MOUTHCLOSE": "MouthClose"}
+    assert list(got) == ["EyeBlinkLeft", "JawOpen", "MOUTHCLOSE"]  # wanted's order, missing left out
+    assert match_names([], have) == {} and match_names(["a"], []) == {}
+
+
+def test_eye_channels():
+    from anim_signals.motiondb.livelink import CHANNELS, EYE_CHANNELS
+
+    assert [n for n in CHANNELS if is_eye_channel(n)] == list(EYE_CHANNELS)  # the 14 + 6 Live Link ones
+    assert is_eye_channel('pose.bones["eye.L"].rotation_euler') and not is_eye_channel("HeadYaw")
 
 
 # ------------------------------------------------------------------------------------------------

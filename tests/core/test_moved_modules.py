@@ -74,7 +74,7 @@ def test_public_names_through_old_and_new_paths():
     assert anim_signals.loop.make_loop is loop.make_loop
     assert anim_signals.motiondb.graph.MotionDatabase is MotionDatabase
     assert anim_signals.motiondb.OLNGParams is OLNGParams and anim_signals.motiondb.Reconstructor is Reconstructor
-    assert anim_signals.posespace.signals.PoseSpace is PoseSpace and anim_signals.posespace.TimeSignal is TimeSignal
+    assert anim_signals.posespace.space.PoseSpace is PoseSpace and anim_signals.posespace.signals.TimeSignal is TimeSignal
     assert anim_signals.fit.fit_channels is anim_signals.fit_channels
     for name in anim_signals.__all__:
         assert getattr(anim_signals, name) is not None, name
@@ -155,7 +155,7 @@ def test_aliases_follow_the_package_name_inside_an_extension(tmp_path):
         assert ops.loop is sys.modules[core + ".manifolds.loop"]
         assert sys.modules[core + ".livelink"] is sys.modules[core + ".motiondb.livelink"] is ops.livelink
         assert ops.cv is sys.modules[core + ".posespace.canvas"]
-        assert ops.PoseSpace.__module__ == core + ".posespace.signals"
+        assert ops.PoseSpace.__module__ == core + ".posespace.space"
         import importlib
         assert importlib.import_module(core + ".meshcache") is importlib.import_module(core + ".meshio.meshcache")
         print(sorted(name for name in sys.modules if name.split(".")[0] == "anim_signals"))

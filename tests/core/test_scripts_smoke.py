@@ -23,8 +23,14 @@ def run(*args, timeout=300):
 def _load_cli():
     spec = importlib.util.spec_from_file_location("anim_signals_cli", CLI)
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # imports no bpy at module level
+    spec.loader.exec_module(mod)  # imports no bpy at module level; puts scripts/ on sys.path
     return mod
+
+
+def _cli_tool(name):
+    """A tool module of the command line (``scripts/cli/<name>.py``)."""
+    _load_cli()
+    return importlib.import_module(f"cli.{name}")
 
 
 def test_cli_arguments_after_double_dash():
@@ -33,6 +39,44 @@ def test_cli_arguments_after_double_dash():
     assert cli.script_args(["anim_signals_cli.py", "fit", "a.bvh"]) == ["fit", "a.bvh"]
     args = cli.build_parser().parse_args(["fit", "a.bvh", "--max-error-rotation", "1", "--mode", "LATENT"])
     assert args.max_error_rotation == 1.0 and args.mode == "LATENT" and args.max_error_location == 0.01
+
+
+def test_cli_runs_without_scripts_on_the_path(tmp_path):
+    """As under ``blender --python``: the entry point finds its ``cli`` package by itself."""
+    code = (f"import runpy, sys; sys.argv = ['anim_signals_cli.py', '--help']; "
+            f"runpy.run_path({str(CLI)!r}, run_name='__main__')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for command in ("fit", "loop", "blend", "compare", "pose-build", "pose-resample", "pose-bake", "db-build",
+                    "reconstruct"):
+        assert command in r.stdout
+
+
+def test_cli_common_objects_and_folders(tmp_path):
+    common = _cli_tool("common")
+
+    class Ob:
+        def __init__(self, name):
+            self.name = name
+
+    obs = [Ob("A"), Ob("B"), Ob("C")]
+    assert common.pick_objects(obs, "") == obs
+    assert [o.name for o in common.pick_objects(obs, "C, A")] == ["C", "A"]
+    with pytest.raises(common.CliError, match="no pose space named X in f.blend") as ex:
+        common.pick_objects(obs, "A,X", "pose space", "f.blend")
+    assert ex.value.code == 2 and "pose spaces: A, B, C" in str(ex.value)
+    (tmp_path / "b.csv").write_text("x")
+    (tmp_path / "a.bvh").write_text("x")
+    (tmp_path / "n.txt").write_text("x")
+    found = common.expand_folders([tmp_path, tmp_path / "n.txt"], (".csv", ".bvh"))
+    assert [p.rsplit("/", 1)[1] for p in found] == ["a.bvh", "b.csv", "n.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(common.CliError, match="no .csv files in the folder"):
+        common.expand_folders([empty], (".csv",))
+    db = _cli_tool("motion_db")
+    with pytest.raises(db.CliError, match="one kind of clip"):
+        db.db_inputs([tmp_path])
 
 
 @needs_bpy
@@ -79,8 +123,8 @@ def test_cli_fits_a_generated_bvh(tmp_path):
 
 
 def test_loop_arguments():
-    cli = _load_cli()
-    parse = cli.build_parser().parse_args
+    cli = _cli_tool("loop_blend_compare")
+    parse = _load_cli().build_parser().parse_args
     p = cli.loop_params(parse(["loop", "a.bvh"]))
     assert p["range_mode"] == "ACTION" and p["add_cycles"] and p["keep_original"] and p["travel"] == "AUTO"
     assert "frame_start" not in p
@@ -97,8 +141,8 @@ def test_loop_arguments():
 
 
 def test_blend_arguments():
-    cli = _load_cli()
-    parse = cli.build_parser().parse_args
+    cli = _cli_tool("loop_blend_compare")
+    parse = _load_cli().build_parser().parse_args
     args = parse(["blend", "a.bvh", "b.bvh"])
     assert args.inputs == ["a.bvh", "b.bvh"] and args.cyclic == "AUTO" and not args.no_align
     assert cli.blend_weights(args) == {"weight": 0.5, "count": 0}
@@ -114,8 +158,8 @@ def test_blend_arguments():
 
 
 def test_compare_arguments_and_inputs(tmp_path):
-    cli = _load_cli()
-    args = cli.build_parser().parse_args(["compare", "dir", "x.bvh", "--features", "BODY", "--metric", "LINEAR",
+    cli = _cli_tool("loop_blend_compare")
+    args = _load_cli().build_parser().parse_args(["compare", "dir", "x.bvh", "--features", "BODY", "--metric", "LINEAR",
                                           "--clusters", "4", "--out-dir", "o"])
     assert args.inputs == ["dir", "x.bvh"] and args.features == "BODY" and args.metric == "LINEAR"
     assert args.clusters == 4 and args.out_dir == "o" and not args.open and args.samples == 100
@@ -142,7 +186,7 @@ def test_compare_arguments_and_inputs(tmp_path):
 
 
 def test_compare_report_is_pure_python():
-    cli = _load_cli()
+    cli = _cli_tool("loop_blend_compare")
     d = [[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]]
     meta = dict(features="BODY", metric="ELASTIC", cyclic=True, dendrogram="/x/dendrogram.png")
     payload, md = cli.compare_report(["a", "b", "c"], ["a.bvh", "b.bvh", "c.bvh"], d, [1, 1, 2], meta)
@@ -288,6 +332,19 @@ def test_benchmark_motion_helpers_and_times_section(tmp_path):
     assert "srv.project_closed" in (tmp_path / "benchmark_motion.md").read_text()
 
 
+def test_benchmark_report_helpers(tmp_path):
+    _load_cli()  # scripts/ on sys.path
+    report = importlib.import_module("benchmarking.report")
+    assert [report.fmt(v) for v in (None, True, 0.0, float("nan"), 1234.5, 0.012345, 12.345, 7)] == [
+        "—", "✓", "0", "–", "1234", "0.0123", "12.3", "7"]
+    assert report.fmt(12.345, digits_from_one=4) == "12.35" and report.fmt(0.5, digits_from_one=4) == "0.5"
+    assert report.table(("a", "b"), "lr", [(1, "x")]) == ["| a | b |", "|---|---:|", "| 1 | x |"]
+    with pytest.raises(ValueError):
+        report.table(("a", "b"), "l", [])
+    report.write_report(tmp_path / "o", "r", "# r\n", {"x": __import__("numpy").float32(0.5)})
+    assert (tmp_path / "o" / "r.md").read_text() == "# r\n" and '"x": 0.5' in (tmp_path / "o" / "r.json").read_text()
+
+
 @needs_bpy
 def test_benchmark_pose_space_quick(tmp_path):
     """The pose-space benchmark runs end to end (--quick) and writes its tables; interpolation is exact."""
@@ -384,10 +441,10 @@ def test_db_cli_build_and_reconstruct(tmp_path):
     """db-build from generated Live Link Face CSVs, then reconstruct one of them (eyes dropped)."""
     import numpy as np
 
-    from anim_signals.motiondb import livelink
+    from anim_signals.motiondb import generated_expressions, livelink
 
     for i in range(3):
-        w = livelink.generated_expressions(90, seed=i, fps=30.0)
+        w = generated_expressions(90, seed=i, fps=30.0)
         values = np.zeros((90, len(livelink.CHANNELS)))
         values[:, : w.shape[1]] = w
         livelink.write_csv(tmp_path / f"take{i}.csv", np.arange(90) / 30.0, values)

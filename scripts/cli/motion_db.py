@@ -1,0 +1,154 @@
+"""``db-build``, ``reconstruct``: the motion database (Richert, "Animation Database for real-time motion
+reconstruction": an online lazy neighbourhood graph).
+
+* ``db-build`` imports Live Link Face CSV takes (onto one generated ARKit face) or BVH clips and calls
+  ``bpy.ops.anim_signals.build_motion_database``; saves ``DB.blend``;
+* ``reconstruct`` imports a query take into that file and calls ``bpy.ops.anim_signals.reconstruct_motion``
+  (denoising, or the missing channels from the rest); the result is the action ``<query>.reconstructed``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import _blender_env as be
+
+from .common import (
+    CliError,
+    add_command,
+    add_out_option,
+    check_file,
+    enable_operators,
+    expand_folders,
+    import_bvh,
+    load_input,
+    run_operator,
+    save,
+)
+
+DB_OPERATORS = ("import_live_link_csv", "build_motion_database", "reconstruct_motion")
+
+
+def db_inputs(paths) -> tuple[list[str], list[str]]:
+    """Folders -> their CSV and BVH files (sorted); returns (CSV files, BVH files). CliError on misuse."""
+    csvs: list[str] = []
+    bvhs: list[str] = []
+    for f in expand_folders(paths, (".csv", ".bvh")):
+        ext = os.path.splitext(f)[1].lower()
+        if ext == ".csv":
+            csvs.append(f)
+        elif ext == ".bvh":
+            bvhs.append(f)
+        else:
+            raise CliError(f"unsupported input {f!r}: expected Live Link Face .csv or .bvh files")
+    if csvs and bvhs:
+        raise CliError("a database holds one kind of clip: give Live Link Face CSV files or BVH files, not both")
+    if not csvs and not bvhs:
+        raise CliError("no input files")
+    return list(dict.fromkeys(csvs)), list(dict.fromkeys(bvhs))
+
+
+def import_bvh_clip(path: str):
+    """A BVH clip as an active armature whose action is named after the file (kept with a fake user)."""
+    bpy = be.import_bpy()
+    ob = import_bvh(path)
+    act = ob.animation_data.action if ob.animation_data is not None else None
+    if act is None:
+        raise CliError(f"{path}: the BVH has no animation")
+    act.name = os.path.splitext(os.path.basename(path))[0]
+    act.use_fake_user = True
+    bpy.context.view_layer.objects.active = ob
+    return ob
+
+
+def import_csv_take(path: str, target=None):
+    """A Live Link Face take onto ``target`` (None: a generated ARKit face); returns the active object."""
+    bpy = be.import_bpy()
+    run_operator(bpy.ops.anim_signals.import_live_link_csv, os.path.basename(path), target, filepath=path)
+    return bpy.context.view_layer.objects.active
+
+
+def cmd_db_build(args) -> int:
+    bpy = be.import_bpy()
+    csvs, bvhs = db_inputs(args.inputs)
+    be.clear_scene()
+    enable_operators(*DB_OPERATORS)
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = args.fps, 1.0
+    ob = None
+    names = []
+    for path in csvs + bvhs:
+        if path in csvs:
+            ob = import_csv_take(path, ob)
+        else:
+            ob = import_bvh_clip(path)
+            names.append(ob.animation_data.action.name)
+        print(f"  imported {os.path.basename(path)}", flush=True)
+    kind = "SHAPE_KEYS" if csvs else "ARMATURE"
+    run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", ob, kind=kind, actions=",".join(names))
+    s = scene.anim_signals.motion_db
+    print(f"motion database: {len(s.actions)} clips, {s.n_frames} frames, {s.n_channels} channels ({kind})")
+    print(f"saved {save(args.out or os.path.abspath('motion_db.blend'))}")
+    return 0
+
+
+def cmd_reconstruct(args) -> int:
+    bpy = be.import_bpy()
+    if not args.input.lower().endswith(".blend") or not os.path.isfile(args.input):
+        raise CliError(f"{args.input}: expected a .blend saved by db-build")
+    check_file(args.query, (".csv", ".bvh"))
+    load_input(args.input)
+    enable_operators(*DB_OPERATORS)
+    s = bpy.context.scene.anim_signals.motion_db
+    if not len(s.actions):
+        raise CliError(f"{args.input} holds no motion database (run db-build first)")
+    query = os.path.abspath(args.query)
+    if query.lower().endswith(".csv"):
+        if s.kind != "SHAPE_KEYS":
+            raise CliError("the database holds armature clips: give a BVH query")
+        ob = import_csv_take(query, bpy.data.objects.get(s.object_name))
+    else:
+        if s.kind != "ARMATURE":
+            raise CliError("the database holds shape-key clips: give a Live Link Face CSV query")
+        ob = import_bvh_clip(query)
+    run_operator(bpy.ops.anim_signals.reconstruct_motion, "reconstruct", ob, output=args.output,
+                 drop_eyes=args.drop_eyes, input_channels=args.input_channels or "ALL", k=args.k,
+                 window=args.window, paths=args.paths)
+    print(f"{s.last_action}: {s.last_frames} frames from {s.last_query_channels} channels, "
+          f"{s.last_ms:.2f} ms per frame, mean best path {s.last_best_length:.1f} frames")
+    stem = os.path.splitext(os.path.basename(query))[0]
+    print(f"saved {save(args.out or os.path.abspath(f'{stem}_reconstructed.blend'))}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# arguments
+
+
+def add_db_build_parser(sub) -> None:
+    p = add_command(sub, "db-build", cmd_db_build,
+                    "build a motion database from Live Link Face CSV or BVH clips (Richert)",
+                    "Import the clips (CSV: onto one generated ARKit face; BVH: Blender's importer) "
+                    "and run bpy.ops.anim_signals.build_motion_database; saves DB.blend.")
+    p.add_argument("inputs", nargs="+", metavar="FOLDER|FILE", help="Live Link Face .csv or .bvh files, or folders of them")
+    p.add_argument("--fps", type=int, default=30, help="scene frame rate the CSV takes are resampled to (default 30)")
+    add_out_option(p, "./motion_db.blend")
+
+
+def add_reconstruct_parser(sub) -> None:
+    p = add_command(sub, "reconstruct", cmd_reconstruct,
+                    "rebuild a clip from a motion database (denoise / missing channels)",
+                    "Import QUERY into DB.blend and run bpy.ops.anim_signals.reconstruct_motion; "
+                    "the result is the action '<query>.reconstructed'.")
+    p.add_argument("input", metavar="DB.blend", help="a .blend saved by db-build")
+    p.add_argument("query", metavar="QUERY.csv|QUERY.bvh")
+    p.add_argument("--drop-eyes", action="store_true", help="leave the eye channels out of the query")
+    p.add_argument("--input-channels", default="", help="comma-separated query channels (default: all)")
+    p.add_argument("--output", default="SYNTHESIS", choices=("BEST_PATH", "SYNTHESIS"))
+    p.add_argument("--k", type=int, default=256, help="neighbours per frame (K, default 256)")
+    p.add_argument("--window", type=int, default=32, help="window (T, default 32)")
+    p.add_argument("--paths", type=int, default=50, help="paths blended by the synthesis (I, default 50)")
+    add_out_option(p, "./<query>_reconstructed.blend")
+
+
+PARSERS = (add_db_build_parser, add_reconstruct_parser)
