@@ -44,6 +44,7 @@ import numpy as np  # noqa: E402
 from anim_signals import posespace as ps  # noqa: E402
 from anim_signals.meshio.meshcache import read_pc2  # noqa: E402
 from anim_signals.posespace import canvas  # noqa: E402
+from anim_signals.posespace.render import render_png  # noqa: E402
 
 HORSE = be.REPO_ROOT.parent / "shared" / "data" / "mesh" / "horse_gallop"
 SEED_TABLE1 = {"f": 1.0, "rbf": 1.0, "g": 10.0, "h": 166.0}  # ms, Fig. 1 row: 24 frames, d = 25,293
@@ -379,7 +380,7 @@ def main(argv=None) -> int:
         space = ps.build_pose_space(z, tolerance=0.002 * float(np.ptp(z.reshape(z.shape[0], -1, 3), axis=(0, 1)).max()))
         view = canvas.fit_space_view(space, 900, 600)
         png = out / f"canvas_{name.replace(' ', '_')}.png"
-        canvas.render_png(canvas.canvas_geometry(space, view, current_time=float(space.frames[len(space.frames) // 3])),
+        render_png(canvas.canvas_geometry(space, view, current_time=float(space.frames[len(space.frames) // 3])),
                           png)
         res["canvases"].append(png.name)
     report.publish(out, "benchmark_pose_space", markdown(res), res)

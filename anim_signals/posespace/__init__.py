@@ -18,7 +18,7 @@ controls
     The model as shape keys (key scales, targets and values) and as armature channels.
 canvas
     Pure geometry of the pose-space canvas: view transform, what to draw, hit-testing, strokes
-    (and, re-exported, the rendering and colours).
+    (and, re-exported, the colours).
 shapes
     The canvas's marks as GPU-ready triangles and line pairs (discs, rings, dashed lines, ...).
 render

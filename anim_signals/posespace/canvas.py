@@ -2,8 +2,8 @@
 testing, strokes.
 
 Pure numpy: the Blender side draws :class:`CanvasGeometry` with a thin ``gpu`` layer (its triangles
-and lines from :mod:`.shapes`), and :func:`render_rgba` / :func:`render_png` (:mod:`.render`, also
-importable from here) draw the same geometry with :mod:`anim_signals.imaging.raster` (tests,
+and lines from :mod:`.shapes`), and ``render_rgba`` / ``render_png`` (:mod:`.render`) draw the same
+geometry with :mod:`anim_signals.imaging.raster` (tests,
 headless previews, documentation figures). Colours are :mod:`.palette`'s, importable from here too.
 
 Conventions
@@ -38,7 +38,6 @@ import numpy as np
 from . import palette
 from .palette import *  # noqa: F403  (the colours, importable from here as well)
 from .palette import time_colors
-from .render import render_png, render_rgba
 
 __all__ = [
     "HIT_KINDS",
@@ -52,8 +51,6 @@ __all__ = [
     "fit_view",
     "hit_test",
     "inside",
-    "render_png",
-    "render_rgba",
     "stroke_to_pose",
 ]
 __all__ += palette.__all__

@@ -60,7 +60,7 @@ FEATURE_ITEMS = [
      "each action is played on an armature that uses it, or on the active armature"),
 ]
 METRIC_ITEMS = [
-    ("ELASTIC", "Elastic", "Geodesic distance on the motion manifold with optimal time warping (seed method)"),
+    ("ELASTIC", "Elastic", "Geodesic distance on the motion manifold with optimal time warping (Eslitzbichler's method)"),
     ("LINEAR", "Linear", "Plain L2 distance between the resampled curves (baseline)"),
 ]
 
@@ -191,7 +191,7 @@ class CompareSettings:
     cyclic: BoolProperty(  # type: ignore[valid-type]
         name="As Cycles",
         description="Compare clips as closed cycles (each projected to a loop first; start point and speed factored "
-        "out), as the seed does for clustering",
+        "out), as Eslitzbichler does for clustering",
         default=True,
     )
     n_samples: IntProperty(  # type: ignore[valid-type]

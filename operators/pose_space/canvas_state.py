@@ -33,6 +33,7 @@ __all__ = [
     "forget_states",
     "has_states",
     "poll_space",
+    "space_or_report",
     "state_of",
     "tag_redraw",
     "ui_metrics",
@@ -165,6 +166,14 @@ def active_space(context):
     except ReferenceError:
         return None, None
     return ob, space_of(ob)
+
+
+def space_or_report(op, context):
+    """:func:`active_space`, with the reason reported as an error on ``op`` when there is none."""
+    ob, space = active_space(context)
+    if space is None:
+        op.report({"ERROR"}, NO_SPACE)
+    return ob, space
 
 
 def poll_space(cls, context) -> bool:

@@ -28,12 +28,11 @@ from ..blender_data.armatures import read_bone_transforms, restore_bone_transfor
 from ..blender_data.shape_keys import read_key_values, restore_key_values
 from .canvas_state import (
     HIT_RADIUS,
-    NO_SPACE,
     ZOOM_STEP,
-    active_space,
     canvas_rect,
     current_time,
     poll_space,
+    space_or_report,
     state_of,
     tag_redraw,
     ui_metrics,
@@ -140,9 +139,8 @@ class _CanvasDrag:
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         self._ob, self._space = ob, space
         self._dragging = False
@@ -263,9 +261,8 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
     _old_cursor: Any = None
 
     def execute(self, context):
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         p = np.array(self.position[:], dtype=float)
         if not np.all(np.isfinite(p)):
@@ -321,9 +318,8 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
     _offset: Any = None
 
     def execute(self, context):
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         try:
             new = space.with_control_point(int(self.index), np.array(self.position[:], dtype=float))
@@ -391,9 +387,8 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
     _live: Any = None
 
     def execute(self, context):
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         i = int(self.frame)
         try:
@@ -492,9 +487,8 @@ class ANIM_SIGNALS_OT_pose_space_sketch(_CanvasDrag, bpy.types.Operator):
         return {"FINISHED"}
 
     def execute(self, context):
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         pts = np.array([p.co[:] for p in self.stroke], dtype=float).reshape(-1, 2)
         return self._run(context, ob, space, pts)

@@ -17,15 +17,16 @@ import bpy
 from bpy.props import FloatProperty, IntProperty, StringProperty
 
 from ...anim_signals.posespace import canvas as cv
+from ...anim_signals.posespace.render import render_png
 from .canvas_state import (
     CATEGORY,
     HIT_RADIUS,
-    NO_SPACE,
     ZOOM_STEP,
     active_space,
     canvas_rect,
     current_time,
     poll_space,
+    space_or_report,
     state_of,
     tag_redraw,
     ui_metrics,
@@ -210,9 +211,8 @@ class ANIM_SIGNALS_OT_pose_space_save_png(bpy.types.Operator):
         return poll_space(cls, context)
 
     def execute(self, context):
-        ob, space = active_space(context)
+        ob, space = space_or_report(self, context)
         if space is None:
-            self.report({"ERROR"}, NO_SPACE)
             return {"CANCELLED"}
         path = resolve_png_path(self.filepath, ob.name)
         st = state_of(ob)
@@ -220,7 +220,7 @@ class ANIM_SIGNALS_OT_pose_space_save_png(bpy.types.Operator):
         geom = cv.canvas_geometry(cv.drawable(space), view, current_time=current_time(context.scene), cursor=st.cursor)
         try:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            written = cv.render_png(geom, path, title=f"Pose space: {ob.name}")
+            written = render_png(geom, path, title=f"Pose space: {ob.name}")
         except OSError as err:
             self.report({"ERROR"}, f"Could not write {path}: {err}")
             return {"CANCELLED"}

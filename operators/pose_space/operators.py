@@ -127,7 +127,7 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
 
 
 class ANIM_SIGNALS_OT_pose_space_resample(ResampleSettings, SettingsOperator, bpy.types.Operator):
-    """Retime the pose space's sequence (seed 4.2): speed up, slow down (all or a range) or convert the frame rate, then bake the new frames"""
+    """Retime the pose space's sequence (Cashman & Hormann §4.2): speed up, slow down (all or a range) or convert the frame rate, then bake the new frames"""
 
     bl_idname = "anim_signals.pose_space_resample"
     bl_label = "Resample Pose Space"

@@ -83,7 +83,8 @@ def write_canvas_png(object_name: str, path: str) -> None:
     canvas = extension_module("anim_signals.posespace.canvas")
     space = storage.load_space(bpy.data.objects[object_name])
     view = canvas.fit_space_view(space, 900, 600)
-    print(f"wrote {canvas.render_png(canvas.canvas_geometry(space, view), os.path.abspath(path))}")
+    render = extension_module("anim_signals.posespace.render")
+    print(f"wrote {render.render_png(canvas.canvas_geometry(space, view), os.path.abspath(path))}")
 
 
 def cmd_pose_build(args) -> int:

@@ -22,10 +22,9 @@ from anim_signals.posespace.canvas import (
     canvas_geometry,
     fit_view,
     hit_test,
-    render_png,
-    render_rgba,
     stroke_to_pose,
 )
+from anim_signals.posespace.render import render_png, render_rgba
 
 # --------------------------------------------------------------------------------------------------
 # a duck-typed stand-in for posespace.PoseSpace
