@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import bpy
 
-from . import fit_spline, loop_blend_compare, motion_db, pose_space, scene_settings
+from . import deformation_transfer, fit_spline, loop_blend_compare, motion_db, pose_space, scene_settings
 
 # Registration order; a new tool package is added here.
-TOOLS = (fit_spline, loop_blend_compare, pose_space, motion_db)
+TOOLS = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer)
 
 
 def register() -> None:

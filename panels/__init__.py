@@ -4,9 +4,9 @@
 Imported from the extension's ``register()`` only (submodules import bpy).
 """
 
-from . import fit_spline, loop_blend_compare, motion_db, pose_space
+from . import deformation_transfer, fit_spline, loop_blend_compare, motion_db, pose_space
 
-_modules = (fit_spline, loop_blend_compare, pose_space, motion_db)
+_modules = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer)
 
 
 def register() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..operators.common.settings import is_collection
+
 __all__ = ["settings_button", "split_layout"]
 
 
@@ -17,10 +19,16 @@ def split_layout(layout: Any) -> Any:
 
 
 def settings_button(layout: Any, idname: str, settings: Any, names: Iterable[str], *, text: str, icon: str = "NONE") -> Any:
-    """A large button for operator ``idname`` carrying the sidebar's ``settings`` (the given names)."""
+    """A large button for operator ``idname`` carrying the sidebar's ``settings`` (the given names).
+
+    Collection properties cannot be passed by a button: the operator's ``invoke`` copies them from
+    the same settings (``operators.common.settings.fill_unset``).
+    """
     row = layout.row()
     row.scale_y = 1.4
     op = row.operator(idname, text=text, icon=icon)
     for name in names:
-        setattr(op, name, getattr(settings, name))
+        value = getattr(settings, name)
+        if not is_collection(value):
+            setattr(op, name, value)
     return op

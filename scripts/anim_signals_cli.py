@@ -27,6 +27,12 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
     db-build FOLDER|FILES... [--fps 30] [--out DB.blend]          (Live Link Face CSV or BVH clips)
     reconstruct DB.blend QUERY.csv|QUERY.bvh [--drop-eyes] [--input-channels A,B] [--output BEST_PATH|SYNTHESIS]
                          [--k 256] [--window 32] [--paths 50] [--out OUT.blend]
+``cli/transfer.py``
+    transfer SOURCE.obj --cache SOURCE.pc2|.mdd --target TARGET.obj | SCENE.blend --source NAME --target NAME|TARGET.obj
+                         [--method examples|correspondence] [--space gradient|vertex] [--translation follow|fixed]
+                         [--markers MARKERS.yml | --marker-prefix P]
+                         [--examples-source OBJ_OR_DIR... --examples-target OBJ_OR_DIR... | --pairs SRC:TGT,...]
+                         [--frames START END] [--pc2 OUT.pc2] [--out OUT.blend]
 
 Every command enables the extension and calls its operators (``bpy.ops.anim_signals.*``, the ones the
 UI uses); ``cli/common.py`` holds what they share. Exit codes: 0 success, 1 an operator failed, 2 bad
@@ -40,10 +46,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # blender --python: scripts/ is not on the path
-from cli import fit_spline, loop_blend_compare, motion_db, pose_space  # noqa: E402
+from cli import fit_spline, loop_blend_compare, motion_db, pose_space, transfer  # noqa: E402
 from cli.common import CliError  # noqa: E402
 
-COMMANDS = [*fit_spline.PARSERS, *loop_blend_compare.PARSERS, *pose_space.PARSERS, *motion_db.PARSERS]
+COMMANDS = [*fit_spline.PARSERS, *loop_blend_compare.PARSERS, *pose_space.PARSERS, *motion_db.PARSERS,
+            *transfer.PARSERS]
 
 
 def build_parser():

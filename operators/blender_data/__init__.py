@@ -18,14 +18,28 @@ One module per kind of data:
 ``frames``          the scene's frame rate; visiting other frames and restoring the current one
 ``armatures``       bones, armatures playing an action, world-space joints (in cm), pose-bone
                     channels, pose writing and restoring, travel channels
-``shape_keys``      shape-key curves, coordinates, blending and values (set and restored)
-``meshes``          evaluated meshes over time, Mesh Cache ranges, mesh copies, result objects
+``shape_keys``      shape-key curves, coordinates, blending and values (set and restored),
+                    vertex animation as one key per frame
+``vertex_groups``   vertex-group members, selected vertices, adding groups (Object / Edit Mode)
+``meshes``          evaluated meshes over time, a mesh as arrays (rest pose, triangles), Mesh
+                    Cache ranges, mesh copies, result objects, PC2 caches played by Mesh Cache
 ``named_channels``  the motion database's named channels of actions, setting a pose by them
 ``images``          numpy pixels into Image datablocks
 ==================  ===========================================================================
 
-A module imports only modules above it in the table (``channels``, ``fcurves``, ``frames`` and
-``images`` none).
+A module imports only modules above it in the table (``channels``, ``fcurves``, ``frames``,
+``vertex_groups`` and ``images`` none).
 """
 
-from . import actions, armatures, channels, fcurves, frames, images, meshes, named_channels, shape_keys
+from . import (
+    actions,
+    armatures,
+    channels,
+    fcurves,
+    frames,
+    images,
+    meshes,
+    named_channels,
+    shape_keys,
+    vertex_groups,
+)

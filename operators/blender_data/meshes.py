@@ -6,22 +6,30 @@ modifier plays (:func:`mesh_cache_frame_range`, with the core's PC2 / MDD reader
 the evaluated geometry (:func:`evaluated_mesh_copy`) or of the mesh data
 (:func:`mesh_copy_without_shape_keys`), and objects for results: a face mesh with shape keys
 (:func:`new_face_object`), live duplicates (:func:`live_duplicate`), plain copies
-(:func:`new_object_copy`) and giving an object other mesh data (:func:`replace_mesh`). Vertex
-positions are read with ``foreach_get``.
+(:func:`new_object_copy`) and giving an object other mesh data (:func:`replace_mesh`); a mesh as
+arrays (:func:`mesh_vertices`, :func:`mesh_triangles`, :func:`rest_vertices`,
+:func:`evaluated_counts`), a result object remade on every run (:func:`mesh_result_object`), and
+vertex animation written as a PC2 point cache played by a Mesh Cache modifier
+(:func:`point_cache_path`, :func:`write_point_cache`, :func:`set_mesh_cache`). Vertex positions
+are read with ``foreach_get``.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 from collections.abc import Generator, Sequence
 from typing import Any
 
 import bpy
 import numpy as np
 
-from ...anim_signals.meshio import read_mdd, read_pc2
+from ...anim_signals.meshio import read_mdd, read_pc2, write_pc2
+from .actions import get_action
 from .frames import visiting_frames
-from .shape_keys import write_shape_key_basis
+from .shape_keys import read_key_block_coords, write_shape_key_basis
+from .vertex_groups import sync_edit_mode
 
 CACHE_MODIFIERS = ("MESH_CACHE", "MESH_SEQUENCE_CACHE")
 """Modifier types that play vertex animation from files."""
@@ -191,3 +199,151 @@ def replace_mesh(ob: bpy.types.Object, mesh: bpy.types.Mesh) -> None:
         bpy.data.meshes.remove(old)
     if mesh.shape_keys is not None:
         ob.shape_key_clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# A mesh as arrays
+# ------------------------------------------------------------------------------------------------
+
+
+def mesh_vertices(mesh: bpy.types.Mesh) -> np.ndarray:
+    """The mesh's vertex positions (V, 3) float64, as stored (no shape keys, no modifiers)."""
+    buf = np.empty(3 * len(mesh.vertices), dtype=np.float32)
+    mesh.vertices.foreach_get("co", buf)
+    return buf.reshape(-1, 3).astype(np.float64)
+
+
+def mesh_triangles(mesh: bpy.types.Mesh) -> np.ndarray:
+    """The mesh's faces as triangles (F, 3) int64: Blender's own triangulation (loop triangles),
+    so quads and n-gons split as the viewport draws them; vertex indices are the mesh's."""
+    mesh.calc_loop_triangles()
+    buf = np.empty(3 * len(mesh.loop_triangles), dtype=np.int32)
+    mesh.loop_triangles.foreach_get("vertices", buf)
+    return buf.reshape(-1, 3).astype(np.int64)
+
+
+def rest_vertices(ob: bpy.types.Object) -> np.ndarray:
+    """The rest pose of a mesh object (V, 3) float64: its reference shape key ("Basis") when it has
+    shape keys, else its mesh's vertex positions; before modifiers, in object space. Edit Mode
+    changes are synced first."""
+    sync_edit_mode(ob)
+    mesh: Any = ob.data
+    key = mesh.shape_keys
+    if key is not None and key.reference_key is not None:
+        return read_key_block_coords(key, [key.reference_key.name])[0]
+    return mesh_vertices(mesh)
+
+
+def evaluated_counts(ob: bpy.types.Object) -> tuple[int, int]:
+    """Vertex and face counts of the object's evaluated mesh (every modifier) at the current frame."""
+    ob_eval: Any = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    temporary = ob_eval.type != "MESH"
+    me: Any = ob_eval.to_mesh() if temporary else ob_eval.data
+    try:
+        return len(me.vertices), len(me.polygons)
+    finally:
+        if temporary:
+            ob_eval.to_mesh_clear()
+
+
+# ------------------------------------------------------------------------------------------------
+# Result objects and point caches
+# ------------------------------------------------------------------------------------------------
+
+
+def mesh_result_object(template: bpy.types.Object, name: str, scene: bpy.types.Scene, marker: str,
+                       info: dict[str, Any]) -> bpy.types.Object:
+    """A mesh object ``name`` for a result computed on the mesh of ``template``, remade on every run.
+
+    An existing local mesh object ``name`` carrying the ID property ``marker`` (an earlier result)
+    is reused: it loses its modifiers, animation and shape keys (with their action when nothing
+    else uses it). Otherwise a copy of ``template`` (see :func:`new_object_copy`; Blender picks a
+    free name when ``name`` is taken), not selected. Either way it gets a fresh copy of the template's mesh
+    without shape keys (materials, UVs and vertex groups kept) and no modifiers, and ``info`` (plain
+    values) as its ID property ``marker``.
+    """
+    ob: Any = bpy.data.objects.get(name)
+    if ob is not None and (ob.library is not None or ob.type != "MESH" or marker not in ob.keys()):
+        ob = None
+    old_action = None
+    if ob is not None:
+        key = ob.data.shape_keys if ob.data is not None else None
+        old_action = get_action(key) if key is not None else None
+        if key is not None:
+            ob.shape_key_clear()
+        ob.animation_data_clear()
+    else:
+        ob = new_object_copy(template, name, scene, drop_properties=(marker,))
+        try:
+            ob.select_set(False)  # a copy of a selected object starts selected: the selection stays the user's
+        except RuntimeError:  # pragma: no cover - not in the view layer
+            pass
+    mesh = mesh_copy_without_shape_keys(template, name)
+    replace_mesh(ob, mesh)
+    mesh.name = ob.name  # the old mesh of that name is gone now
+    for mod in list(ob.modifiers):
+        ob.modifiers.remove(mod)
+    if old_action is not None and old_action.users == 0 and old_action.library is None:
+        bpy.data.actions.remove(old_action)
+    ob[marker] = dict(info)
+    return ob
+
+
+def point_cache_path(name: str) -> tuple[str, str, bool]:
+    """Where a point cache for the result ``name`` goes: beside the .blend when it is saved
+    (``<blend>_<name>.pc2``, stored as a ``//`` relative path), else in the temp folder.
+
+    Returns
+    -------
+    path : str
+        Absolute file path to write.
+    stored : str
+        The path to give the Mesh Cache modifier (relative to the .blend when saved).
+    beside_blend : bool
+        False when the .blend is unsaved (the cache is in the temp folder).
+    """
+    clean = bpy.path.clean_name(name)
+    if bpy.data.filepath:
+        folder, blend = os.path.split(bpy.data.filepath)
+        filename = f"{os.path.splitext(blend)[0]}_{clean}.pc2"
+        return os.path.join(folder, filename), "//" + filename, True
+    path = os.path.join(tempfile.gettempdir(), "anim_signals", f"{clean}.pc2")
+    return path, path, False
+
+
+def write_point_cache(path: str, frames: np.ndarray, frame_start: float) -> None:
+    """Write vertex positions (n, V, 3) as a PC2 file whose first sample is scene frame
+    ``frame_start``; written to a temporary file first, so a failed write leaves any earlier file
+    as it was. Raises OSError."""
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    partial = path + ".partial"
+    try:
+        write_pc2(partial, np.asarray(frames), start=float(frame_start), rate=1.0)
+        os.replace(partial, path)
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def set_mesh_cache(ob: bpy.types.Object, filepath: str, frame_start: float, *, name: str = "Mesh Cache") -> Any:
+    """Play a PC2 file on ``ob``: its Mesh Cache modifier ``name`` (added when missing), first in
+    the stack, overwriting the vertex positions, sample 0 at scene frame ``frame_start``, one
+    sample per frame, axes as stored."""
+    mod: Any = ob.modifiers.get(name)
+    if mod is None or mod.type != "MESH_CACHE":
+        mod = ob.modifiers.new(name, "MESH_CACHE")
+    mod.cache_format = "PC2"
+    mod.filepath = filepath
+    mod.time_mode = "FRAME"
+    mod.play_mode = "SCENE"
+    mod.frame_start = float(frame_start)
+    mod.frame_scale = 1.0
+    mod.deform_mode = "OVERWRITE"
+    mod.interpolation = "LINEAR"
+    mod.forward_axis, mod.up_axis = "POS_Y", "POS_Z"
+    index = list(ob.modifiers).index(mod)
+    if index:
+        ob.modifiers.move(index, 0)
+    return mod

@@ -17,9 +17,9 @@ from typing import Any
 import bpy
 import numpy as np
 
-from .actions import list_fcurves
-from .channels import is_shape_key_value_path, shape_key_name_of_path
-from .fcurves import sample_curves
+from .actions import list_fcurves, new_action, new_fcurve
+from .channels import is_shape_key_value_path, shape_key_name_of_path, shape_key_value_path
+from .fcurves import sample_curves, write_dense_linear
 from .frames import visiting_frames
 
 
@@ -52,6 +52,12 @@ def key_block_names(ob: Any) -> list[str]:
     return [kb.name for kb in key.key_blocks] if key is not None else []
 
 
+def reference_key_name(ob: Any) -> str | None:
+    """The name of the object's reference shape key (its "Basis", the rest pose), None without shape keys."""
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    return key.reference_key.name if key is not None and key.reference_key is not None else None
+
+
 def read_key_block_coords(key: bpy.types.Key, names: Sequence[str] | None = None) -> np.ndarray:
     """Coordinates of shape keys (all, or the named ones in that order): (keys, vertices, 3) float64."""
     blocks = key.key_blocks
@@ -65,6 +71,18 @@ def read_key_block_coords(key: bpy.types.Key, names: Sequence[str] | None = None
         kb.data.foreach_get("co", buf)
         out[i] = buf.reshape(n_vert, 3)
     return out
+
+
+def shape_key_coords(ob: Any, names: Sequence[str]) -> np.ndarray:
+    """Coordinates of the object's named shape keys, in that order: (keys, vertices, 3) float64.
+    Raises KeyError for a name the object has no shape key of."""
+    key = getattr(getattr(ob, "data", None), "shape_keys", None)
+    if key is None:
+        raise KeyError(f'"{ob.name}" has no shape keys')
+    for name in names:
+        if key.key_blocks.get(name) is None:
+            raise KeyError(f'"{ob.name}" has no shape key "{name}"')
+    return read_key_block_coords(key, list(names))
 
 
 def _vertex_group_weights(ob: bpy.types.Object, name: str, n_vertices: int) -> np.ndarray:
@@ -214,3 +232,25 @@ def restore_key_values(ob: Any, values: np.ndarray | None) -> None:
         key.key_blocks.foreach_set("value", values)
         key.update_tag()  # foreach_set tags nothing by itself
     ob.update_tag()
+
+
+def write_frame_shape_keys(ob: bpy.types.Object, basis: np.ndarray, frames: np.ndarray, frame_numbers: Sequence[int], *,
+                           prefix: str = "frame", action_name: str | None = None) -> bpy.types.Action:
+    """Vertex animation as shape keys: a "Basis" = ``basis`` (V, 3) and one key per frame
+    ``"<prefix>.<frame:04d>"`` holding ``frames[i]`` (n, V, 3), its value keyed 1 on its frame and
+    0 on the neighbouring frames (linear), so each frame shows its shape exactly and frames in
+    between blend the two nearest. Replaces the mesh's shape keys; returns the new action on the
+    shape keys (``action_name``, default ``"<object>.frames"``)."""
+    numbers = [int(f) for f in frame_numbers]
+    if len(numbers) != len(frames):
+        raise ValueError(f"{len(numbers)} frame numbers for {len(frames)} frames")
+    names = [f"{prefix}.{f:04d}" for f in numbers]
+    write_shape_key_basis(ob, basis, list(zip(names, frames, strict=True)), slider_min=0.0, slider_max=1.0)
+    key: Any = ob.data.shape_keys  # type: ignore[union-attr]
+    action = new_action(key, action_name or f"{ob.name}.frames", keep_previous=False)
+    for i, name in enumerate(names):
+        nearby = [j for j in (i - 1, i, i + 1) if 0 <= j < len(numbers)]
+        fc = new_fcurve(key, action, shape_key_value_path(name), 0)
+        write_dense_linear(fc, np.array([numbers[j] for j in nearby], dtype=np.float64),
+                           np.array([1.0 if j == i else 0.0 for j in nearby]))
+    return action

@@ -6,7 +6,8 @@ scripts see the properties; the tool's scene PropertyGroup inherits the same mix
 shows the same names, defaults and tooltips (Blender registers annotations of mixin bases).
 
 When an operator is called from a menu or F3 its unset properties take the sidebar's values
-(:func:`fill_unset`); a panel button passes them explicitly (``panels.common.settings_button``).
+(:func:`fill_unset`); a panel button passes them explicitly (``panels.common.settings_button``),
+except collection properties (lists of items), which the operator's ``invoke`` copies.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["as_keywords", "fill_unset", "setting_names"]
+__all__ = ["as_keywords", "copy_collection", "fill_unset", "is_collection", "setting_names"]
 
 
 def setting_names(mixin: type) -> tuple[str, ...]:
@@ -32,10 +33,31 @@ def as_keywords(source: Any, names: Iterable[str]) -> dict[str, Any]:
     return {name: getattr(source, name) for name in names}
 
 
+def is_collection(value: Any) -> bool:
+    """``value`` is a collection property (a list of PropertyGroup items), which cannot be assigned."""
+    return hasattr(value, "add") and hasattr(value, "clear") and hasattr(value, "foreach_get")
+
+
+def copy_collection(target: Any, source: Any) -> None:
+    """Make the collection ``target`` hold copies of the items of ``source`` (same item type)."""
+    target.clear()
+    for item in source:
+        new = target.add()
+        for key in item.bl_rna.properties.keys():
+            if key != "rna_type" and not item.bl_rna.properties[key].is_readonly:
+                setattr(new, key, getattr(item, key))
+
+
 def fill_unset(op: Any, stored: Any, names: Iterable[str]) -> None:
-    """Properties of ``op`` not given explicitly take their values from ``stored`` (the sidebar's)."""
+    """Properties of ``op`` not given explicitly take their values from ``stored`` (the sidebar's);
+    collection properties take copies of its items."""
     if stored is None:
         return
     for name in names:
-        if not op.properties.is_property_set(name) and hasattr(stored, name):
-            setattr(op, name, getattr(stored, name))
+        if op.properties.is_property_set(name) or not hasattr(stored, name):
+            continue
+        value = getattr(stored, name)
+        if is_collection(value):
+            copy_collection(getattr(op, name), value)
+        else:
+            setattr(op, name, value)

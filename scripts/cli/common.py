@@ -72,6 +72,58 @@ def open_blend(path: str) -> None:
         raise CliError(f"could not open {path}: {ex}") from ex
 
 
+def import_obj(path: str):
+    """Blender's OBJ importer into the current scene, the whole file as one mesh object; returns it.
+
+    The vertices keep the file's order and coordinates (the importer turns the object, Y up to Z up,
+    not its mesh), so vertex indices and PC2/MDD caches written for the file apply as they are.
+    """
+    bpy = be.import_bpy()
+    check_file(path, (".obj",))
+    before = set(bpy.data.objects)
+    try:
+        bpy.ops.wm.obj_import(filepath=os.path.abspath(path), use_split_objects=False, use_split_groups=False)
+    except Exception as ex:
+        raise CliError(f"could not import OBJ {path}: {ex}") from ex
+    meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
+    if not meshes:
+        raise CliError(f"{path}: no mesh imported")
+    return meshes[0]
+
+
+def cache_samples(path: str) -> tuple[int, int]:
+    """(samples, vertices) of a PC2 or MDD point cache; CliError when it is missing or unreadable."""
+    ext = check_file(path, (".pc2", ".mdd"))
+    be.add_core_to_path()
+    from anim_signals.meshio.meshcache import read_mdd, read_pc2  # noqa: PLC0415 - the checkout's core
+
+    try:
+        samples = read_pc2(path)[0] if ext == ".pc2" else read_mdd(path)[0]
+    except (OSError, ValueError) as ex:
+        raise CliError(f"cannot read the point cache {path}: {ex}") from ex
+    return int(samples.shape[0]), int(samples.shape[1])
+
+
+def load_obj_with_cache(path: str, cache: str, frame_start: float = 0.0):
+    """An OBJ played by a PC2/MDD cache (a Mesh Cache modifier, sample i at frame ``frame_start + i``),
+    imported into the current scene. Returns the object and the number of samples; CliError when the
+    cache's vertex count is not the OBJ's."""
+    bpy = be.import_bpy()
+    n_samples, n_vertices = cache_samples(cache)
+    ob = import_obj(path)
+    if n_vertices != len(ob.data.vertices):
+        count = len(ob.data.vertices)
+        bpy.data.objects.remove(ob)
+        raise CliError(f"the cache {cache} has {n_vertices} vertices, the OBJ {path} {count}: a point cache plays "
+                       "the mesh it was written for")
+    mod = ob.modifiers.new("MeshCache", "MESH_CACHE")
+    mod.cache_format = "PC2" if cache.lower().endswith(".pc2") else "MDD"
+    mod.filepath = os.path.abspath(cache)
+    mod.time_mode, mod.play_mode, mod.deform_mode = "FRAME", "SCENE", "OVERWRITE"
+    mod.frame_start, mod.frame_scale = float(frame_start), 1.0
+    return ob, n_samples
+
+
 def assigned_action(ob):
     """The object's assigned action, or None."""
     ad = ob.animation_data

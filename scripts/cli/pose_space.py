@@ -25,6 +25,7 @@ from .common import (
     extension_module,
     for_each_object,
     load_input,
+    load_obj_with_cache,
     pick_objects,
     run_operator,
     save,
@@ -41,20 +42,8 @@ def load_pose_input(path: str, cache: str | None):
     if ext == ".obj":
         if not cache:
             raise CliError("an .obj input needs --cache FILE.pc2|.mdd (the vertex animation)")
-        if not os.path.isfile(cache):
-            raise CliError(f"no such file: {cache}")
         be.clear_scene()
-        before = set(bpy.data.objects)
-        bpy.ops.wm.obj_import(filepath=os.path.abspath(path))
-        meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
-        if not meshes:
-            raise CliError(f"{path}: no mesh imported")
-        ob = meshes[0]
-        mod = ob.modifiers.new("MeshCache", "MESH_CACHE")
-        mod.cache_format = "PC2" if os.path.splitext(cache)[1].lower() == ".pc2" else "MDD"
-        mod.filepath = os.path.abspath(cache)
-        mod.frame_start = 0.0
-        return [ob]
+        return [load_obj_with_cache(path, cache)[0]]
     if cache:
         raise CliError("--cache goes with an .obj input")
     if ext == ".bvh":

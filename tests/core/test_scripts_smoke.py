@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +50,7 @@ def test_cli_runs_without_scripts_on_the_path(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     for command in ("fit", "loop", "blend", "compare", "pose-build", "pose-resample", "pose-bake", "db-build",
-                    "reconstruct"):
+                    "reconstruct", "transfer"):
         assert command in r.stdout
 
 
@@ -457,3 +459,330 @@ def test_db_cli_build_and_reconstruct(tmp_path):
     assert "from 38 channels" in r.stdout and "ms per frame" in r.stdout  # 52 minus the 14 eye channels
     r = run(CLI, "reconstruct", db, tmp_path / "missing.csv", "--out", out)
     assert r.returncode == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# transfer (deformation transfer)
+
+CAT_LION = ROOT.parent / "shared" / "data" / "mesh" / "cat_lion_poses"
+CYLINDER_RADIUS, CYLINDER_LENGTH = 0.3, 2.0
+BEND_DEGREES = (0.0, 18.0, 36.0, 54.0, 72.0, 90.0)  # the source's frames 0-5
+
+
+def _cylinder(around, along, *, triangles=False):
+    """An open cylinder along z (radius 0.3, z from 0 to 2): quads, or checkerboard triangles."""
+    import numpy as np
+
+    phi = 2.0 * np.pi * np.arange(around) / around
+    z = np.repeat(np.linspace(0.0, CYLINDER_LENGTH, along), around)
+    verts = np.column_stack([CYLINDER_RADIUS * np.cos(np.tile(phi, along)),
+                             CYLINDER_RADIUS * np.sin(np.tile(phi, along)), z])
+    faces = []
+    for r in range(along - 1):
+        for s in range(around):
+            a, b = r * around + s, r * around + (s + 1) % around
+            c, d = (r + 1) * around + (s + 1) % around, (r + 1) * around + s
+            if not triangles:
+                faces.append((a, b, c, d))
+            elif (r + s) % 2:
+                faces += [(a, b, c), (a, c, d)]
+            else:
+                faces += [(a, b, d), (b, c, d)]
+    return verts, faces
+
+
+def _bend(verts, degrees):
+    """The cylinder bent about x towards +y by ``degrees`` over its length (its axis an arc)."""
+    import numpy as np
+
+    if degrees == 0.0:
+        return verts.copy()
+    radius = CYLINDER_LENGTH / np.radians(degrees)
+    x, y, z = verts.T
+    return np.column_stack([x, radius - (radius - y) * np.cos(z / radius), (radius - y) * np.sin(z / radius)])
+
+
+def _write_obj(path, verts, faces):
+    lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in verts]
+    lines += ["f " + " ".join(str(i + 1) for i in face) for face in faces]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _ring_markers(around, along):
+    """Vertices at 0, 90, 180, 270 degrees on the bottom, middle and top rings."""
+    return [r * around + q * around // 4 for r in (0, (along - 1) // 2, along - 1) for q in range(4)]
+
+
+def _transfer_inputs(folder):
+    """Generated inputs: a quad cylinder (12 x 9) bending 0-90 degrees over 6 frames (OBJ + PC2), a
+    triangulated cylinder with other vertices (16 x 11, OBJ), a markers file (12 pairs), example poses
+    (bent 45 and 90 degrees) of both as OBJ folders. Returns the paths and the target bent as the
+    source is on each frame (the exact answer, as both have the same size)."""
+    import numpy as np
+
+    from anim_signals.meshio.meshcache import write_pc2
+
+    sv, sf = _cylinder(12, 9)
+    tv, tf = _cylinder(16, 11, triangles=True)
+    _write_obj(folder / "source.obj", sv, sf)
+    _write_obj(folder / "target.obj", tv, tf)
+    write_pc2(folder / "source.pc2", np.array([_bend(sv, a) for a in BEND_DEGREES]))
+    pairs = zip(_ring_markers(12, 9), _ring_markers(16, 11))
+    (folder / "markers.yml").write_text("markers:\n" + "".join(f'  - "{a}:{b}"  # ring marker\n' for a, b in pairs))
+    for side, verts, faces in (("ex_source", sv, sf), ("ex_target", tv, tf)):
+        (folder / side).mkdir()
+        for degrees in (45.0, 90.0):
+            _write_obj(folder / side / f"bend{degrees:.0f}.obj", _bend(verts, degrees), faces)
+    want = np.array([_bend(tv, a) for a in BEND_DEGREES])
+    return folder / "source.obj", folder / "source.pc2", folder / "target.obj", folder / "markers.yml", want
+
+
+def _mesh_cache_of(blend, name, frame):
+    """Open ``blend`` in a fresh process: the Mesh Cache path of object ``name``, that path made
+    absolute, and the object's evaluated vertices at ``frame``."""
+    import json
+
+    import numpy as np
+
+    code = (
+        "import json, sys; sys.path.insert(0, 'scripts'); import _blender_env as be; bpy = be.import_bpy(); "
+        f"bpy.ops.wm.open_mainfile(filepath={str(blend)!r}, load_ui=False); ob = bpy.data.objects[{name!r}]; "
+        "mod = next(m for m in ob.modifiers if m.type == 'MESH_CACHE'); "
+        f"bpy.context.scene.frame_set({int(frame)}); "
+        "me = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data; "
+        "print('JSON' + json.dumps([mod.filepath, bpy.path.abspath(mod.filepath), [list(v.co) for v in me.vertices]]))"
+    )
+    r = run("-c", code)
+    assert r.returncode == 0, r.stderr[-2000:]
+    path, absolute, co = json.loads(r.stdout.split("JSON", 1)[1])
+    return path, Path(absolute).resolve(), np.array(co)
+
+
+def test_transfer_cli_arguments(tmp_path):
+    """Parsing and the checks made before Blender loads anything (method, pairing, paths)."""
+    cli = _load_cli()
+    tool = _cli_tool("transfer")
+    common = _cli_tool("common")
+    for name in ("s.obj", "t.obj", "s.pc2", "m.yml", "scene.blend"):
+        (tmp_path / name).write_text("x")
+    parse = cli.build_parser().parse_args
+
+    def checked(*argv):
+        args = parse(["transfer", *map(str, argv)])
+        args.input = os.path.abspath(args.input)
+        return tool.check_arguments(args)
+
+    s, t, pc2, markers = (tmp_path / n for n in ("s.obj", "t.obj", "s.pc2", "m.yml"))
+    got = checked(s, "--cache", pc2, "--target", t, "--markers", markers, "--frames", "2", "8",
+                  "--out", tmp_path / "o.blend", "--pc2", tmp_path / "o.pc2")
+    assert got["method"] == "CORRESPONDENCE" and got["target_obj"] == str(t) and got["markers"] == str(markers)
+    args = parse(["transfer", "scene.blend", "--source", "Cat", "--target", "Lion", "--method", "EXAMPLES",
+                  "--space", "Vertex", "--pairs", "a:b, c:d"])
+    assert (args.method, args.space, args.frames) == ("examples", "vertex", None)
+    assert tool.parse_pairs(args.pairs) == [("a", "b"), ("c", "d")]
+    got = checked(tmp_path / "scene.blend", "--source", "Cat", "--target", "Lion")
+    assert got["method"] == "EXAMPLES" and got["target_obj"] == "" and got["out"].endswith("scene_transfer.blend")
+    bad = [
+        ((s, "--target", t, "--markers", markers), "needs --cache"),
+        ((s, "--cache", tmp_path / "m.yml", "--target", t), "expected a .pc2 or .mdd"),
+        ((s, "--cache", pc2, "--target", "Lion", "--markers", markers), "expected an .obj file"),
+        ((s, "--cache", pc2, "--markers", markers), "no target"),
+        ((s, "--cache", pc2, "--target", t), "an OBJ has no example poses"),
+        ((s, "--cache", pc2, "--target", t, "--method", "correspondence"), "--markers FILE.yml"),
+        ((s, "--cache", pc2, "--target", t, "--method", "examples", "--markers", markers), "--method correspondence"),
+        ((s, "--cache", pc2, "--target", t, "--markers", markers, "--examples-source", s), "give one"),
+        ((s, "--cache", pc2, "--target", t, "--examples-source", s), "go together"),
+        ((s, "--cache", pc2, "--target", t, "--markers", tmp_path / "none.yml"), "no such markers file"),
+        ((s, "--cache", pc2, "--target", t, "--markers", markers, "--frames", "5", "2"), "end comes before"),
+        ((s, "--cache", pc2, "--target", t, "--markers", markers, "--out", tmp_path / "o.txt"), "must be a .blend"),
+        ((s, "--cache", pc2, "--target", t, "--markers", markers, "--pc2", tmp_path / "o.mdd"), "must be a .pc2"),
+        ((tmp_path / "scene.blend", "--target", "Lion"), "needs --source"),
+        ((tmp_path / "scene.blend", "--source", "Cat", "--cache", pc2, "--target", "Lion"), "--cache goes with"),
+        ((tmp_path / "scene.blend", "--source", "Cat", "--target", "Lion", "--pairs", "a"), "SOURCE_KEY:TARGET_KEY"),
+    ]
+    for argv, message in bad:
+        with pytest.raises(common.CliError, match=re.escape(message)) as err:
+            checked(*argv)
+        assert err.value.code == 2
+    # example OBJ files: paired by file name when both sides have the same names, else in order
+    assert tool.pair_examples(["/s/b.obj", "/s/a.obj"], ["/t/a.obj", "/t/b.obj"]) == [("/s/b.obj", "/t/b.obj"),
+                                                                                     ("/s/a.obj", "/t/a.obj")]
+    assert tool.pair_examples(["/s/cat-01.obj", "/s/cat-02.obj"], ["/t/lion-01.obj", "/t/lion-02.obj"]) == [
+        ("/s/cat-01.obj", "/t/lion-01.obj"), ("/s/cat-02.obj", "/t/lion-02.obj")]
+    with pytest.raises(common.CliError, match="2 source example"):
+        tool.pair_examples(["/s/a.obj", "/s/b.obj"], ["/t/c.obj"])
+
+
+@needs_bpy
+def test_transfer_cli_correspondence_obj_pc2_and_blend(tmp_path):
+    """OBJ + PC2 onto an OBJ with markers from a file: the PC2 beside the .blend (relative path) matches
+    the target bent as the source is; then the saved .blend as input (--source / --target names)."""
+    import numpy as np
+
+    from anim_signals.meshio.meshcache import read_pc2
+
+    obj, pc2, target, markers, want = _transfer_inputs(tmp_path)
+    out = tmp_path / "out" / "bend.blend"
+    r = run(CLI, "transfer", obj, "--cache", pc2, "--target", target, "--markers", markers, "--out", out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "source -> target.transfer: frames 0-5 (6), correspondence, 12 markers; 108 -> 176 vertices" in r.stdout
+    cache = tmp_path / "out" / "bend_target_transfer.pc2"
+    assert out.is_file() and cache.is_file() and sorted(p.name for p in out.parent.iterdir()) == [out.name, cache.name]
+    frames, start, _ = read_pc2(cache)
+    assert frames.shape == (6, 176, 3) and start == 0.0
+    diag = np.linalg.norm([2 * CYLINDER_RADIUS, 2 * CYLINDER_RADIUS, CYLINDER_LENGTH])
+    err = np.linalg.norm(frames - want, axis=2) / diag
+    assert err.mean() < 0.01 and err.max() < 0.03, (err.mean(), err.max())
+    stored, absolute, co = _mesh_cache_of(out, "target.transfer", 5)
+    assert stored == "//" + cache.name and absolute == cache.resolve()
+    np.testing.assert_allclose(co, frames[5], atol=1e-5)  # the saved .blend plays the PC2
+    # the .blend as input: its meshes by name, a sub-range, the PC2 written where asked
+    again = tmp_path / "again.blend"
+    r = run(CLI, "transfer", out, "--source", "source", "--target", "target", "--markers", markers,
+            "--frames", "2", "4", "--pc2", tmp_path / "caches" / "part.pc2", "--out", again)
+    assert r.returncode == 0, r.stderr[-2000:]
+    part, start, _ = read_pc2(tmp_path / "caches" / "part.pc2")
+    assert part.shape == (3, 176, 3) and start == 2.0
+    np.testing.assert_allclose(part, frames[2:5], atol=1e-5)
+    stored, absolute, _ = _mesh_cache_of(again, "target.transfer", 3)
+    assert stored == "//caches/part.pc2" and absolute == (tmp_path / "caches" / "part.pc2").resolve()
+
+
+@needs_bpy
+def test_transfer_cli_examples_from_obj_files(tmp_path):
+    """Examples as OBJ folders (loaded as shape keys, paired by file name), gradient space: the frame at
+    an example pose gives the target's example, and the result follows the bend."""
+    import numpy as np
+
+    from anim_signals.meshio.meshcache import read_pc2
+
+    obj, pc2, target, _, want = _transfer_inputs(tmp_path)
+    out = tmp_path / "ex.blend"
+    r = run(CLI, "transfer", obj, "--cache", pc2, "--target", target, "--examples-source", tmp_path / "ex_source",
+            "--examples-target", tmp_path / "ex_target", "--pc2", tmp_path / "ex.pc2", "--out", out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "examples: bend45, bend90" in r.stdout and "examples, gradient space, 2 pair(s)" in r.stdout
+    frames = read_pc2(tmp_path / "ex.pc2")[0]
+    diag = np.linalg.norm([2 * CYLINDER_RADIUS, 2 * CYLINDER_RADIUS, CYLINDER_LENGTH])
+    np.testing.assert_allclose(frames[0], want[0], atol=1e-4 * diag)  # the rest pose
+    np.testing.assert_allclose(frames[5], want[5], atol=1e-3 * diag)  # 90 degrees: an example pose
+    err = np.linalg.norm(frames - want, axis=2) / diag
+    assert err.mean() < 0.02, err.mean()
+
+
+@needs_bpy
+def test_transfer_cli_bad_input(tmp_path):
+    """Bad input: a clear message, exit code 2 (the command's checks) or 1 (the operator's refusal,
+    its message), and nothing written."""
+    obj, pc2, target, _, _ = _transfer_inputs(tmp_path)
+    out = tmp_path / "out" / "x.blend"
+    two = tmp_path / "two.yml"
+    two.write_text('markers:\n  - "0:0"\n  - "3:4"\n')
+    cases = [
+        ((obj, "--cache", tmp_path / "missing.pc2", "--target", target, "--markers", two), 2, "no such file"),
+        ((target, "--cache", pc2, "--target", target, "--markers", two), 2, "has 108 vertices, the OBJ"),
+        ((obj, "--cache", pc2, "--target", target, "--markers", two), 1, "source -> target: At least 3 markers are "
+         "needed, got 2"),
+        ((obj, "--cache", pc2, "--target", target, "--markers", two, "--frames", "3", "9"), 2, "has frames 0-5"),
+        ((obj, "--cache", pc2, "--target", target, "--examples-source", tmp_path / "ex_source",
+          "--examples-target", tmp_path / "ex_source"), 2, "has 108 vertices, the target mesh \"target\" 176"),
+    ]
+    for argv, code, message in cases:
+        r = run(CLI, "transfer", *argv, "--out", out)
+        assert r.returncode == code and message in r.stderr, (argv, r.returncode, r.stderr[-2000:])
+        assert not out.parent.exists(), list(out.parent.iterdir())
+
+
+@needs_bpy
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.skipif(not (CAT_LION / "cat-poses.tgz").is_file(), reason=f"shared cat/lion data not present ({CAT_LION})")
+def test_transfer_cli_cat_to_lion(tmp_path):
+    """Sumner's cat pose 01 (a 1-frame PC2 on the cat reference) onto the lion with the shipped markers,
+    compared with Sumner's own lion pose 01 up to translation."""
+    import tarfile
+
+    import numpy as np
+
+    from anim_signals.meshio.meshcache import read_pc2, write_pc2
+    from anim_signals.transfer import read_obj
+
+    for archive in ("cat-poses.tgz", "lion-poses.tgz"):
+        with tarfile.open(CAT_LION / archive) as tar:
+            tar.extractall(tmp_path, filter="data")
+    write_pc2(tmp_path / "cat-01.pc2", read_obj(tmp_path / "cat-poses" / "cat-01.obj").vertices[None])
+    lion = tmp_path / "lion-poses" / "lion-reference.obj"
+    r = run(CLI, "transfer", tmp_path / "cat-poses" / "cat-reference.obj", "--cache", tmp_path / "cat-01.pc2",
+            "--target", lion, "--markers", CAT_LION / "markers-cat-lion.yml", "--pc2", tmp_path / "lion-01.pc2",
+            "--out", tmp_path / "cat_lion.blend")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "frames 0-0 (1), correspondence, 55 markers; 7207 -> 5000 vertices" in r.stdout
+    got = read_pc2(tmp_path / "lion-01.pc2")[0][0]
+    want = read_obj(tmp_path / "lion-poses" / "lion-01.obj").vertices
+    dist = np.linalg.norm((got - got.mean(axis=0)) - (want - want.mean(axis=0)), axis=1)
+    dist /= read_obj(lion).bbox_diagonal()
+    assert dist.mean() < 0.02 and dist.max() < 0.10, (dist.mean(), dist.max())  # ~0.8 % / 6 % measured
+
+
+# --------------------------------------------------------------------------------------------------
+# deformation-transfer benchmark (numpy/scipy only: no bpy needed)
+
+TRANSFER_BENCHMARK = ROOT / "scripts" / "benchmark_transfer.py"
+SHARED_MESH = ROOT.parent / "shared" / "data" / "mesh"
+
+
+def test_benchmark_transfer_quick(tmp_path):
+    """--quick runs on generated meshes only: a bending, twisting tube onto a remeshed, scaled copy."""
+    import json
+
+    r = run(TRANSFER_BENCHMARK, "--quick", "--out", tmp_path, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "benchmark_transfer.md").read_text().startswith("# Deformation-transfer benchmark")
+    res = json.loads((tmp_path / "benchmark_transfer.json").read_text())
+    assert "cat_lion" not in res and "horse_remesh" not in res and res["quick"]
+    rows = {row["method"]: row for row in res["tube"]["rows"]}
+    ours = rows["ours (correspondence)"]
+    assert ours["mean_pct"] < 0.5 and ours["max_pct"] < 3.0  # exact target animation known
+    assert ours["mean_pct"] < rows["nearest point, marker similarity"]["mean_pct"]
+    spaces = {x["space"]: x for x in res["tube"]["examples"]}
+    assert spaces["gradient"]["mean_pct"] < spaces["vertex"]["mean_pct"]  # ±150° bends: linear blends shrink
+    assert [s["target"][0] for s in res["sizes"]] == [1000, 2000]
+    assert all(s["solve_ms"] > 0 and s["factor_ms"] > 0 and s["setup_s"] > 0 for s in res["sizes"])
+
+
+def test_benchmark_transfer_without_shared_data_says_so(tmp_path):
+    """The full run without ../shared/data skips the cat/lion and horse sections with a clear note."""
+    import json
+
+    out = tmp_path / "out"
+    r = run(TRANSFER_BENCHMARK, "--data", tmp_path / "missing", "--sizes", "600", "--repeats", "1", "--no-png",
+            "--out", out, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    md = (out / "benchmark_transfer.md").read_text()
+    assert "Sections 1-2 skipped: the cat/lion data is not there" in md and "cat-poses.tgz" in md
+    assert "Horse sections skipped" in md and "horse_gallop.pc2" in md
+    res = json.loads((out / "benchmark_transfer.json").read_text())
+    assert "tube" in res and res["sizes"][0]["target"][0] == 600 and "generated tube" in res["sizes_base"]
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.skipif(not ((SHARED_MESH / "cat_lion_poses" / "cat-poses.tgz").is_file()
+                         and (SHARED_MESH / "horse_gallop" / "horse_gallop.pc2").is_file()),
+                    reason=f"shared cat/lion and horse gallop data not present ({SHARED_MESH})")
+def test_benchmark_transfer_on_shared_data(tmp_path):
+    """Every section on Sumner's cat/lion and the horse gallop (one small size for the times, ~1.5 min)."""
+    import json
+
+    r = run(TRANSFER_BENCHMARK, "--sizes", "2000", "--repeats", "1", "--out", tmp_path, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads((tmp_path / "benchmark_transfer.json").read_text())
+    methods = res["cat_lion"]["methods"]
+    ours = methods["ours"]["overall"]
+    assert ours["mean_pct"] < 1.5  # ~1.0 % measured against Sumner's lion poses
+    assert ours["mean_pct"] < 0.6 * methods["nearest point, marker similarity"]["overall"]["mean_pct"]
+    assert res["cat_lion"]["setup_s"] < 60.0
+    assert len(res["cat_lion_examples"]["rows"]) == 9
+    assert res["horse_remesh"]["rows"][0]["mean_pct"] < 0.5 and res["horse_lion"]["lion"]["inverted_pct"] < 1.0
+    if importlib.util.find_spec("matplotlib") is not None:  # the strip is drawn with matplotlib when present
+        assert (tmp_path / "horse_to_lion.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
