@@ -45,6 +45,7 @@ from .examples import (
     make_shape_space,
     transfer_by_examples,
 )
+from .generated import open_cylinder
 from .gradients import (
     GradientSpace,
     PoissonSolver,
@@ -71,6 +72,7 @@ from .meshes import (
 )
 
 __all__ = [
+    "open_cylinder",
     "Correspondence",
     "CorrespondenceTransfer",
     "ExampleTransfer",

@@ -36,28 +36,18 @@ def run(**kwargs):
 
 
 # ----------------------------------------------------------------------------------------------
-# Generated meshes (built with bpy directly, not through the extension)
+# Generated meshes (geometry from the core's generator, objects built with bpy directly)
 # ----------------------------------------------------------------------------------------------
 
 
+def core():
+    """The deformation-transfer core of the installed extension."""
+    return sys.modules[f"{EXT}.anim_signals.transfer"]
+
+
 def cylinder(around: int, along: int, *, triangles: bool = False) -> tuple[np.ndarray, list[tuple[int, ...]]]:
-    """An open cylinder along z (radius 0.3, z from 0 to 2): quads, or triangles whose diagonals
-    alternate like a checkerboard. ``around`` a multiple of 4 gives the same bounding box for all."""
-    phi = 2.0 * np.pi * np.arange(around) / around
-    z = np.linspace(0.0, LENGTH, along)
-    verts = np.array([(RADIUS * math.cos(a), RADIUS * math.sin(a), h) for h in z for a in phi])
-    faces: list[tuple[int, ...]] = []
-    for r in range(along - 1):
-        for s in range(around):
-            a, b = r * around + s, r * around + (s + 1) % around
-            c, d = (r + 1) * around + (s + 1) % around, (r + 1) * around + s
-            if not triangles:
-                faces.append((a, b, c, d))
-            elif (r + s) % 2:
-                faces += [(a, b, c), (a, c, d)]
-            else:
-                faces += [(a, b, d), (b, c, d)]
-    return verts, faces
+    """An open cylinder along z (radius RADIUS, z from 0 to LENGTH), quads or checkerboard triangles."""
+    return core().open_cylinder(around, along, radius=RADIUS, length=LENGTH, triangles=triangles)
 
 
 def mesh_object(name: str, verts, faces) -> bpy.types.Object:
@@ -724,7 +714,7 @@ def test_cat_to_lion(scene, tmp_path):
     for archive in ("cat-poses.tgz", "lion-poses.tgz"):
         with tarfile.open(folder / archive) as tar:
             tar.extractall(tmp_path, filter="data")
-    read_obj = sys.modules[f"{EXT}.anim_signals.transfer"].read_obj
+    read_obj = core().read_obj
     cat = read_obj(tmp_path / "cat-poses" / "cat-reference.obj")
     lion = read_obj(tmp_path / "lion-poses" / "lion-reference.obj")
     poses = (3, 7)

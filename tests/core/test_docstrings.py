@@ -36,6 +36,7 @@ MODULES = [
     "anim_signals.transfer.gradients",
     "anim_signals.transfer.correspondence",
     "anim_signals.transfer.examples",
+    "anim_signals.transfer.generated",
     "anim_signals.meshio.meshcache",
     "anim_signals.imaging.raster",
 ]

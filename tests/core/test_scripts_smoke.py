@@ -471,24 +471,9 @@ BEND_DEGREES = (0.0, 18.0, 36.0, 54.0, 72.0, 90.0)  # the source's frames 0-5
 
 def _cylinder(around, along, *, triangles=False):
     """An open cylinder along z (radius 0.3, z from 0 to 2): quads, or checkerboard triangles."""
-    import numpy as np
+    from anim_signals.transfer import open_cylinder
 
-    phi = 2.0 * np.pi * np.arange(around) / around
-    z = np.repeat(np.linspace(0.0, CYLINDER_LENGTH, along), around)
-    verts = np.column_stack([CYLINDER_RADIUS * np.cos(np.tile(phi, along)),
-                             CYLINDER_RADIUS * np.sin(np.tile(phi, along)), z])
-    faces = []
-    for r in range(along - 1):
-        for s in range(around):
-            a, b = r * around + s, r * around + (s + 1) % around
-            c, d = (r + 1) * around + (s + 1) % around, (r + 1) * around + s
-            if not triangles:
-                faces.append((a, b, c, d))
-            elif (r + s) % 2:
-                faces += [(a, b, c), (a, c, d)]
-            else:
-                faces += [(a, b, d), (b, c, d)]
-    return verts, faces
+    return open_cylinder(around, along, radius=CYLINDER_RADIUS, length=CYLINDER_LENGTH, triangles=triangles)
 
 
 def _bend(verts, degrees):
