@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..operators.fit_spline.operator import ANIM_SIGNALS_OT_fit_latent_spline
+from ..operators.fit_spline.operators import ANIM_SIGNALS_OT_fit_latent_spline
 from ..operators.fit_spline.properties import FIT_SETTINGS
 from .common import settings_button, split_layout
 

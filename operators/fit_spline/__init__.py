@@ -3,21 +3,21 @@ Animation Approximation"; core: ``anim_signals.splines``; panel: ``panels/fit_sp
 
 - :mod:`.properties`: the settings (one definition for operator and sidebar) and the last result.
 - :mod:`.fitting`: Blender data in and out: which curves, sampled how; writing the keys.
-- :mod:`.operator`: the operator ``anim_signals.fit_latent_spline`` and its menu entries.
+- :mod:`.operators`: the operator ``anim_signals.fit_latent_spline`` and its menu entries.
 """
 
-from . import operator, properties
+from . import operators, properties
 
 PROPERTY_CLASSES = properties.classes
 SCENE_PROPERTIES = properties.SCENE_PROPERTIES
 WINDOW_PROPERTIES: dict = {}
-OPERATOR_CLASSES = operator.classes
+OPERATOR_CLASSES = operators.classes
 
 
 def register() -> None:
     """After the classes are registered: menu entries."""
-    operator.add_menus()
+    operators.add_menus()
 
 
 def unregister() -> None:
-    operator.remove_menus()
+    operators.remove_menus()
