@@ -45,8 +45,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from . import channels
-from .splines.bspline import BezierCurve
-from .splines.fitting import (
+from .splines import (
+    BezierCurve,
     ChannelsFit,
     FitCancelled,
     SplineModel,

@@ -15,7 +15,9 @@ loop
     Seamless cycles (:func:`make_loop`, :func:`find_cycle`), seam measures (``seam_jump``,
     ``nearly_closed``, ``joint_seam``) and the baselines.
 elastic
-    Geodesics, elastic distances, blends, Karcher means and clustering of clips.
+    Geodesics, elastic distances, blends and Karcher means of clips.
+clustering
+    Hierarchical clusters of a distance matrix, silhouette, nearest clips.
 skeleton
     Skeleton-independent body features, to compare clips of different rigs.
 """
@@ -31,22 +33,19 @@ from .clips import (
     resample,
     to_motion_curve,
 )
+from .clustering import Clustering, cluster, nearest, silhouette
 from .elastic import (
     Alignment,
-    Clustering,
     Prepared,
     align,
     blend,
-    cluster,
     distance_matrix,
     elastic_distance,
     geodesic_closed,
     iter_distance_matrix,
     karcher_mean,
     linear_distance,
-    nearest,
     prepare,
-    silhouette,
     sphere_distance,
 )
 from .loop import (

@@ -6,9 +6,12 @@ knots by CMA-ES; plus a max-error guarantee, a per-channel mode and C1 keys.
 
 Modules
 -------
+latent
+    The paper's method: :func:`fit_latent_spline` (a knot count, or a tolerance), the uniform
+    baseline :func:`fit_uniform_spline`, the distortion E_D.
 fitting
-    The fits: :func:`fit_latent_spline` (the paper's method), :func:`fit_channels` (tolerance
-    mode, what the Blender operator runs) and the uniform baseline.
+    Many curves within a max error: :func:`fit_channels` / :func:`iter_fit_channels` (what the
+    Blender operator runs: tolerance mode, per-channel and AUTO modes, C1 keys, snapping).
 knots
     Knot search: the vectorised least-squares problem, CMA-ES over knot increments, knot
     insertion and removal.
@@ -21,17 +24,8 @@ bezier
 
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
-from .fitting import (
-    ChannelsFit,
-    FitCancelled,
-    SplineModel,
-    distortion,
-    fit_channels,
-    fit_latent_spline,
-    fit_uniform_spline,
-    interpolating_curve,
-    iter_fit_channels,
-)
+from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
+from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
 
 __all__ = [
     "BezierCurve",

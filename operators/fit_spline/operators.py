@@ -10,9 +10,9 @@ from __future__ import annotations
 import bpy
 
 from ...anim_signals import FitCancelled
-from ..blender_data.actions import animated_ids
 from ..common import StepwiseOperator
 from ..common.menus import add_to_menus, remove_from_menus
+from ..common.polls import has_animated_object
 from .fitting import FitInputError, FitPlan, iter_plan, plan_fit, write_plan
 from .properties import FIT_SETTINGS, FitSettings
 
@@ -27,7 +27,6 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
     bl_options = {"REGISTER", "UNDO"}
 
     SETTINGS = FIT_SETTINGS
-    STEP_SECONDS = 0.08  # optimiser work per timer event, so the UI stays responsive to ESC
     STATUS_TEXT = "Fitting spline... Esc / right-click to cancel"
     CANCELLED_TEXT = "Fit cancelled: nothing changed"
     REMOVED_TEXT = "The animated data was removed during the fit: nothing written"
@@ -41,14 +40,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        if ob is None:
-            cls.poll_message_set("No active object")
-            return False
-        if not animated_ids(ob, "AUTO"):
-            cls.poll_message_set("The active object has no action (nor animated shape keys)")
-            return False
-        return True
+        return has_animated_object(cls, context)
 
     def fit_options(self) -> dict:
         """Keyword arguments of the core's ``iter_fit_channels``."""

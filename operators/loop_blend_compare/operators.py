@@ -12,9 +12,9 @@ import time
 
 import bpy
 
-from ..blender_data.actions import animated_ids
 from ..common import SettingsOperator, StepwiseOperator
 from ..common.menus import add_to_menus, remove_from_menus
+from ..common.polls import has_animated_object
 from .blend import plan_blend, run_blend, write_blend
 from .clips import MotionInputError
 from .compare import ComparePlan, finish_compare, iter_compare, plan_compare
@@ -46,14 +46,7 @@ class ANIM_SIGNALS_OT_make_cyclic(LoopSettings, SettingsOperator, bpy.types.Oper
 
     @classmethod
     def poll(cls, context):
-        ob = context.active_object
-        if ob is None:
-            cls.poll_message_set("No active object")
-            return False
-        if not animated_ids(ob, "AUTO"):
-            cls.poll_message_set("The active object has no action (nor animated shape keys)")
-            return False
-        return True
+        return has_animated_object(cls, context)
 
     def execute(self, context):
         t0 = time.perf_counter()
@@ -148,7 +141,6 @@ class ANIM_SIGNALS_OT_compare_actions(CompareSettings, StepwiseOperator, bpy.typ
     bl_options = {"REGISTER", "UNDO"}
 
     SETTINGS = COMPARE_SETTINGS
-    STEP_SECONDS = 0.08  # distance work per timer event, so the UI stays responsive to ESC
     STATUS_TEXT = "Comparing actions... Esc / right-click to cancel"
     CANCELLED_TEXT = "Compare cancelled: nothing changed"
     REMOVED_TEXT = "An action was removed while comparing: nothing written"

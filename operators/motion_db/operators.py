@@ -16,6 +16,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, St
 from ..blender_data.actions import id_read_only_reason
 from ..common import SettingsOperator, StepwiseOperator, as_keywords
 from ..common.menus import add_to_menus, remove_from_menus
+from ..common.polls import has_active_object
 from ..common.text import parse_names
 from .database import MotionDBError, build_database, candidate_actions, store_database
 from .live import live_state, start_live, stop_live
@@ -125,10 +126,7 @@ class ANIM_SIGNALS_OT_reconstruct_motion(ReconstructSettings, StepwiseOperator, 
 
     @classmethod
     def poll(cls, context):
-        if context.active_object is None:
-            cls.poll_message_set("No active object")
-            return False
-        return True
+        return has_active_object(cls, context)
 
     def prepare(self, context) -> QueryPlan:
         plan = plan_query(context, **as_keywords(self, QUERY_SETTINGS))

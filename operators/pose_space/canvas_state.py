@@ -17,6 +17,7 @@ import bpy
 import numpy as np
 
 from ...anim_signals.posespace import canvas as cv
+from ..common.polls import has_active_object
 from .storage import space_object, space_of
 
 __all__ = [
@@ -178,8 +179,7 @@ def space_or_report(op, context):
 
 def poll_space(cls, context) -> bool:
     """Operator poll: the active object has a pose space (else a poll message says why not)."""
-    if context.active_object is None:
-        cls.poll_message_set("No active object")
+    if not has_active_object(cls, context):
         return False
     if active_space(context)[1] is None:
         cls.poll_message_set(NO_SPACE)

@@ -17,6 +17,7 @@ import bpy
 from ...anim_signals.posespace import resample_times, resampled_space
 from ..blender_data.frames import scene_fps
 from ..common import SettingsOperator, StepwiseOperator
+from ..common.polls import has_active_object
 from .building import iter_build, write_build
 from .posing import bake_space
 from .properties import (
@@ -38,10 +39,9 @@ __all__ = [
 
 
 def _poll_space(cls, context) -> bool:
-    ob = context.active_object
-    if ob is None:
-        cls.poll_message_set("No active object")
+    if not has_active_object(cls, context):
         return False
+    ob = context.active_object
     if space_object(ob) is None:
         cls.poll_message_set(f'"{ob.name}" has no pose space: build one first (Build Pose Space)')
         return False
@@ -56,7 +56,6 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
     bl_options = {"REGISTER", "UNDO"}
 
     SETTINGS = BUILD_SETTINGS
-    STEP_SECONDS = 0.08  # work per timer event, so the UI stays responsive to Esc
     STATUS_TEXT = "Building pose space... Esc / right-click to cancel"
     CANCELLED_TEXT = "Build cancelled: nothing changed"
     REMOVED_TEXT = "The source object was removed while building: nothing written"

@@ -15,11 +15,13 @@ MODULES = [
     "anim_signals.channels",
     "anim_signals.splines.bspline",
     "anim_signals.splines.bezier",
+    "anim_signals.splines.latent",
     "anim_signals.splines.fitting",
     "anim_signals.manifolds.srv",
     "anim_signals.manifolds.clips",
     "anim_signals.manifolds.loop",
     "anim_signals.manifolds.elastic",
+    "anim_signals.manifolds.clustering",
     "anim_signals.manifolds.skeleton",
     "anim_signals.posespace.signals",
     "anim_signals.posespace.space",
@@ -44,7 +46,7 @@ MODULES = [
 # The entry point of each tool, which must show how it is called.
 ENTRY_POINTS = [
     ("anim_signals.splines.fitting", "fit_channels"),
-    ("anim_signals.splines.fitting", "fit_latent_spline"),
+    ("anim_signals.splines.latent", "fit_latent_spline"),
     ("anim_signals.manifolds.loop", "make_loop"),
     ("anim_signals.manifolds.elastic", "elastic_distance"),
     ("anim_signals.posespace.space", "PoseSpace"),
