@@ -11,6 +11,11 @@ An operator built on these says only *what* to compute and *how* to write it:
   end with a progress bar; ``invoke`` in a window runs them on a timer: each timer event runs the
   generator for up to ``STEP_SECONDS`` so Esc stays responsive, the progress bar and status text
   follow, Esc or right-click closes the generator and reports that nothing changed.
+
+A :class:`StepwiseOperator` run is one :class:`~.transaction.Transaction` from ``prepare`` to
+``finish``: when the input is refused, the run is cancelled, the steps fail or ``finish`` raises or
+returns ``{'CANCELLED'}``, every datablock created since ``prepare`` began is removed and every value
+recorded with ``current_transaction().keep(...)`` is put back.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 import bpy
 
 from .settings import fill_unset
+from .transaction import Transaction
 
 __all__ = ["InputError", "SettingsOperator", "StepwiseOperator"]
 
@@ -71,6 +77,7 @@ class StepwiseOperator(SettingsOperator):
     _gen: Iterator[float] | None = None
     _plan: Any = None
     _t0 = 0.0
+    _tx: Transaction | None = None
 
     # -- what an operator defines ------------------------------------------------------------
 
@@ -92,20 +99,38 @@ class StepwiseOperator(SettingsOperator):
     def prepare_or_report(self, context) -> Any:
         """``prepare`` with its input errors reported; ``None`` when the input was refused."""
         self._t0 = time.perf_counter()
+        self._tx = Transaction()
         try:
-            plan = self.prepare(context)
+            with self._tx.running():
+                plan = self.prepare(context)
         except self.INPUT_ERRORS as err:
+            self._tx = None  # already rolled back
             self.report({"ERROR"}, str(err))  # type: ignore[attr-defined]
             return None
         _report_warnings(self, plan)
         return plan
 
+    def _abandon(self) -> None:
+        """Take back what ``prepare`` wrote (the run was cancelled or failed before ``finish``)."""
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            tx.rollback_and_log()
+
     def _finish_or_report(self, context, plan) -> set[str]:
+        tx = self._tx or Transaction()
+        self._tx = None
         try:
-            return self.finish(context, plan)
+            with tx.running():
+                result = self.finish(context, plan)
         except ReferenceError:
             self.report({"ERROR"}, self.REMOVED_TEXT)  # type: ignore[attr-defined]
             return {"CANCELLED"}
+        except self.INPUT_ERRORS + self.FAILURES as err:
+            self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
+            return {"CANCELLED"}
+        if "CANCELLED" in result:
+            tx.rollback_and_log()
+        return result
 
     def execute(self, context):
         plan = self.prepare_or_report(context)
@@ -117,8 +142,12 @@ class StepwiseOperator(SettingsOperator):
             for frac in self.steps(plan):
                 wm.progress_update(int(100 * frac))
         except self.FAILURES as err:
+            self._abandon()
             self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
             return {"CANCELLED"}
+        except BaseException:
+            self._abandon()
+            raise
         finally:
             wm.progress_end()
         return self._finish_or_report(context, plan)
@@ -158,6 +187,8 @@ class StepwiseOperator(SettingsOperator):
         self._gen = None
         if gen is not None and hasattr(gen, "close"):
             gen.close()  # generators restore what they changed meanwhile (the scene frame, ...)
+        if gen is not None:
+            self._abandon()  # stopped before the end: nothing prepare wrote may stay
 
     def cancel(self, context) -> None:
         """Blender ends the operator (file load, window closed): stop without writing."""
@@ -186,6 +217,7 @@ class StepwiseOperator(SettingsOperator):
         except self.FAILURES as err:
             self._gen = None
             self._cleanup(context)
+            self._abandon()
             self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
             return {"CANCELLED"}
         return {"RUNNING_MODAL"}

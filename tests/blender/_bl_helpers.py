@@ -65,8 +65,35 @@ def snapshot_action(action) -> dict:
     }
 
 
+ID_COLLECTIONS = ("objects", "actions", "meshes", "armatures", "images", "texts", "cache_files", "collections")
+
+
+def _custom_properties(id_data) -> dict:
+    out = {}
+    for key in id_data.keys():
+        value = id_data[key]
+        out[key] = repr(value.to_dict() if hasattr(value, "to_dict") else
+                        value.to_list() if hasattr(value, "to_list") else value)
+    return out
+
+
+def _mesh_state(mesh) -> tuple:
+    co = np.empty(3 * len(mesh.vertices), dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    keys = mesh.shape_keys
+    # names and shapes, not values: an animated value follows the frame, which operators may visit
+    blocks = []
+    for kb in (keys.key_blocks if keys is not None else ()):
+        data = np.empty(3 * len(kb.data), dtype=np.float32)
+        kb.data.foreach_get("co", data)
+        blocks.append((kb.name, data.tobytes()))
+    return len(mesh.vertices), co.tobytes(), tuple(blocks)
+
+
 def snapshot_all() -> dict:
-    """All actions in the file and which action every animated ID uses."""
+    """All actions in the file (every key), which action every animated ID uses, which datablocks
+    exist, the objects' custom properties, every mesh's vertices and shape keys, and the scene's
+    frame range: what "nothing changed" means for a refused operator."""
     state: dict = {"actions": {a.name: snapshot_action(a) for a in bpy.data.actions}}
     assigned = {}
     for ob in bpy.data.objects:
@@ -74,17 +101,35 @@ def snapshot_all() -> dict:
             if idb is not None and idb.animation_data is not None and idb.animation_data.action is not None:
                 assigned[idb.name] = idb.animation_data.action.name
     state["assigned"] = assigned
+    state["ids"] = {name: sorted(i.name for i in getattr(bpy.data, name)) for name in ID_COLLECTIONS}
+    state["fake_users"] = {a.name: a.use_fake_user for a in bpy.data.actions}
+    state["properties"] = {ob.name: _custom_properties(ob) for ob in bpy.data.objects}
+    state["meshes"] = {m.name: _mesh_state(m) for m in bpy.data.meshes}
+    scene = bpy.context.scene
+    state["scene"] = (scene.frame_start, scene.frame_end, scene.frame_current)
     return state
 
 
 def assert_same_state(before: dict, after: dict) -> None:
-    assert before["assigned"] == after["assigned"]
+    for part in ("ids", "assigned", "fake_users", "properties", "meshes", "scene"):
+        if part in before:
+            assert before[part] == after[part], part
     assert sorted(before["actions"]) == sorted(after["actions"])
     for name, curves in before["actions"].items():
         other = after["actions"][name]
         assert sorted(curves) == sorted(other), name
         for key, arr in curves.items():
             np.testing.assert_array_equal(arr, other[key], err_msg=f"{name} {key}")
+
+
+def assert_refused(call, match: str) -> None:
+    """``call()`` (an operator call through ``bpy.ops``, which raises the error it reports as a
+    RuntimeError) is refused with a message matching ``match`` and the file is unchanged: no key,
+    assignment, datablock, custom property, mesh or frame range differs afterwards."""
+    before = snapshot_all()
+    with pytest.raises(RuntimeError, match=match):
+        call()
+    assert_same_state(before, snapshot_all())
 
 
 def evaluate(fc, frames) -> np.ndarray:
