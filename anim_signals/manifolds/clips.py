@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..channels import EULER, LOCATION, QUATERNION, euler_triples, make_continuous, quaternion_groups
+from ..validation import finite_array, positive_int
 
 __all__ = ["EULER", "QUATERNION", "LOCATION", "euler_triples", "from_motion_curve", "harmonise", "quaternion_groups",
            "resample", "to_motion_curve"]
@@ -104,12 +105,13 @@ def resample(values: np.ndarray, n_samples: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``n_samples`` < 2.
+        If ``n_samples`` < 2, or ``values`` has fewer than 2 samples or NaN / infinite ones.
     """
-    values = np.asarray(values, dtype=float)
+    values = finite_array("values", values, ndim=(1, 2), min_length=2)
+    n_samples = positive_int("n_samples", n_samples, minimum=2)
+    if values.ndim == 1:
+        return resample(values[:, None], n_samples)[:, 0]
     n = values.shape[0]
-    if n_samples < 2:
-        raise ValueError("need at least 2 samples")
     if n == n_samples:
         return values.copy()
     t_old = np.linspace(0.0, 1.0, n)

@@ -9,8 +9,11 @@ The automatic number of clusters is the dendrogram cut with the best mean silhou
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from ..validation import MAX_MAGNITUDE, choice, finite_array, non_negative, positive_int
 
 __all__ = ["Clustering", "cluster", "nearest", "silhouette"]
 
@@ -32,6 +35,20 @@ class Clustering:
     labels: np.ndarray
     linkage: np.ndarray
     leaves: list[int]
+
+
+# scipy's linkage methods for a distance matrix
+LINKAGE_METHODS = ("single", "complete", "average", "weighted", "centroid", "median", "ward")
+
+
+def _distances(dist: Any) -> np.ndarray:
+    """A square matrix of finite, non-negative distances, or ValueError naming ``dist``."""
+    d = finite_array("dist", dist, ndim=2, min_length=None, max_abs=MAX_MAGNITUDE)
+    if d.shape[0] != d.shape[1]:
+        raise ValueError(f"dist must be a square matrix, got shape {d.shape}")
+    if np.any(d < 0.0):
+        raise ValueError("dist has negative distances")
+    return d
 
 
 def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float | None = None,
@@ -60,7 +77,8 @@ def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float
     Raises
     ------
     ValueError
-        If ``dist`` is not square or has fewer than 2 rows.
+        If ``dist`` is not a square matrix of finite non-negative distances with at least 2
+        rows, or on a bad ``n_clusters``, ``threshold`` or ``method``.
 
     Examples
     --------
@@ -76,10 +94,15 @@ def cluster(dist: np.ndarray, *, n_clusters: int | None = None, threshold: float
     from scipy.cluster.hierarchy import dendrogram, fcluster, linkage
     from scipy.spatial.distance import squareform
 
-    d = np.asarray(dist, dtype=float)
+    d = _distances(dist)
     m = d.shape[0]
-    if d.ndim != 2 or d.shape[1] != m or m < 2:
-        raise ValueError("need a square distance matrix of at least 2 clips")
+    if m < 2:
+        raise ValueError("dist: need a square distance matrix of at least 2 clips")
+    if n_clusters is not None:
+        n_clusters = positive_int("n_clusters", n_clusters, minimum=1)
+    if threshold is not None:
+        threshold = non_negative("threshold", threshold)
+    choice("method", method, LINKAGE_METHODS)
     z = linkage(squareform(0.5 * (d + d.T), checks=False), method=method)
     if n_clusters:
         labels = fcluster(z, int(n_clusters), criterion="maxclust")
@@ -106,8 +129,10 @@ def silhouette(dist: np.ndarray, labels: np.ndarray) -> float:
     float
         In [-1, 1]; higher is better separated.
     """
-    d = np.asarray(dist, dtype=float)
+    d = _distances(dist)
     labels = np.asarray(labels)
+    if labels.shape != (d.shape[0],):
+        raise ValueError(f"labels has shape {labels.shape}, expected ({d.shape[0]},) (one per clip)")
     scores = np.zeros(d.shape[0])
     for i in range(d.shape[0]):
         same = labels == labels[i]
@@ -149,6 +174,11 @@ def nearest(dist: np.ndarray, index: int, k: int = 5) -> list[tuple[int, float]]
     list of (int, float)
         (clip index, distance) pairs.
     """
-    row = np.asarray(dist, dtype=float)[index]
+    d = _distances(dist)
+    index = positive_int("index", index, minimum=0)
+    if index >= d.shape[0]:
+        raise ValueError(f"index {index} is out of range 0..{d.shape[0] - 1}")
+    k = positive_int("k", k, minimum=0)
+    row = d[index]
     order = [int(j) for j in np.argsort(row, kind="stable") if j != index]
     return [(j, float(row[j])) for j in order[:k]]

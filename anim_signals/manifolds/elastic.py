@@ -18,9 +18,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import gcd
+from typing import Any
 
 import numpy as np
 
+from ..validation import (
+    MAX_MAGNITUDE,
+    choice,
+    finite_array,
+    finite_result,
+    index_list,
+    positive,
+    positive_int,
+)
 from .clips import resample
 from .clustering import Clustering, cluster, nearest, silhouette
 from .srv import normalise, project_closed, srv, srv_inverse
@@ -60,15 +70,20 @@ class Prepared:
     closed: bool
 
 
-def _as_curve(c: np.ndarray) -> np.ndarray:
-    c = np.asarray(c, dtype=float)
+def _as_curve(c: np.ndarray, name: str = "curve") -> np.ndarray:
+    c = finite_array(name, c, ndim=(1, 2), min_length=None, max_abs=MAX_MAGNITUDE)
     if c.ndim == 1:
         c = c[:, None]
-    if c.ndim != 2 or c.shape[0] < 2:
-        raise ValueError(f"a curve needs (frames >= 2, channels) samples, got shape {c.shape}")
-    if not np.all(np.isfinite(c)):
-        raise ValueError("the curve has NaN or infinite values")
+    if c.shape[0] < 2 or c.shape[1] == 0:
+        raise ValueError(f"{name} needs (frames >= 2, channels >= 1) samples, got shape {c.shape}")
     return c
+
+
+def _sample_count(n_samples: Any) -> int:
+    """n_samples as an int >= 2 (0 or None: keep the clip's samples, returned as 0)."""
+    if n_samples is None or (not isinstance(n_samples, bool) and n_samples == 0):
+        return 0
+    return positive_int("n_samples", n_samples, minimum=2)
 
 
 def prepare(curve: np.ndarray, *, n_samples: int | None = 100, closed: bool = False) -> Prepared:
@@ -93,8 +108,9 @@ def prepare(curve: np.ndarray, *, n_samples: int | None = 100, closed: bool = Fa
         On fewer than 2 samples, NaN / infinite values, or a curve that does not move.
     """
     c = _as_curve(curve)
+    n_samples = _sample_count(n_samples)
     if n_samples:
-        c = resample(c, int(n_samples))
+        c = resample(c, n_samples)
     q, length = normalise(srv(c))
     if closed:
         q = project_closed(q).q
@@ -419,14 +435,14 @@ def elastic_distance(c1: np.ndarray, c2: np.ndarray, *, closed: bool = False, n_
     >>> bool(elastic_distance(walk, slow_start) < 0.5 * elastic_distance(walk, slow_start, align=False))
     True
     """
-    p1 = prepare(c1, n_samples=n_samples, closed=closed)
-    p2 = prepare(c2, n_samples=n_samples, closed=closed)
+    p1 = prepare(_as_curve(c1, "c1"), n_samples=n_samples, closed=closed)
+    p2 = prepare(_as_curve(c2, "c2"), n_samples=n_samples, closed=closed)
     _same_channels(p1, p2)
     d12 = _distance_prepared(p1, p2, align_curves=align, exact=exact)
-    if not align:
-        return d12
-    # The DP warps the second curve only; taking the smaller direction keeps the distance symmetric.
-    return min(d12, _distance_prepared(p2, p1, align_curves=align, exact=exact))
+    if align:
+        # The DP warps the second curve only; taking the smaller direction keeps the distance symmetric.
+        d12 = min(d12, _distance_prepared(p2, p1, align_curves=align, exact=exact))
+    return float(finite_result("the distance", d12))
 
 
 def linear_distance(c1: np.ndarray, c2: np.ndarray, *, n_samples: int = 100) -> float:
@@ -447,8 +463,9 @@ def linear_distance(c1: np.ndarray, c2: np.ndarray, *, n_samples: int = 100) -> 
     ValueError
         On different channel counts.
     """
-    a = resample(_as_curve(c1), n_samples)
-    b = resample(_as_curve(c2), n_samples)
+    n_samples = positive_int("n_samples", n_samples, minimum=2)
+    a = resample(_as_curve(c1, "c1"), n_samples)
+    b = resample(_as_curve(c2, "c2"), n_samples)
     if a.shape[1] != b.shape[1]:
         raise ValueError(f"curves have {a.shape[1]} and {b.shape[1]} channels")
     return float(np.sqrt(np.mean(np.sum((a - b) ** 2, axis=1))))
@@ -483,14 +500,26 @@ def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic
     Raises
     ------
     ValueError
-        On fewer than 2 clips, different channel counts or an unknown metric.
+        On fewer than 2 clips, a clip that is not finite (named ``curves[i]``), different
+        channel counts, an unknown metric or bad ``n_samples``; raised when called, before
+        the first step.
     """
     m = len(curves)
     if m < 2:
-        raise ValueError(f"need at least 2 clips to compare, got {m}")
-    widths = {np.asarray(c).shape[1] if np.ndim(c) == 2 else 1 for c in curves}
+        raise ValueError(f"curves: need at least 2 clips to compare, got {m}")
+    checked = [_as_curve(c, f"curves[{i}]") for i, c in enumerate(curves)]
+    widths = {c.shape[1] for c in checked}
     if len(widths) > 1:
-        raise ValueError(f"clips have different channel counts: {sorted(widths)}")
+        raise ValueError(f"curves: clips have different channel counts: {sorted(widths)}")
+    choice("metric", metric, ("elastic", "linear"))
+    n_samples = _sample_count(n_samples) if metric == "elastic" else positive_int("n_samples", n_samples, minimum=2)
+    # checked when called, not at the first step
+    return _iter_distances(checked, metric, closed, n_samples, exact, align)
+
+
+def _iter_distances(curves: list[np.ndarray], metric: str, closed: bool, n_samples: int, exact: bool,
+                    align: bool) -> Iterator[tuple[float, np.ndarray | None]]:
+    m = len(curves)
     dist = np.zeros((m, m))
     pairs = [(i, j) for i in range(m) for j in range(i + 1, m)]
     if metric == "linear":
@@ -508,9 +537,7 @@ def iter_distance_matrix(curves: Sequence[np.ndarray], *, metric: str = "elastic
                 d = min(d, _distance_prepared(prepared[j], prepared[i], align_curves=align, exact=exact))
             dist[i, j] = dist[j, i] = d
             yield done / len(pairs), None
-    else:
-        raise ValueError(f"unknown metric {metric!r} (elastic or linear)")
-    yield 1.0, dist
+    yield 1.0, finite_result("the distance matrix", dist)
 
 
 def distance_matrix(curves: Sequence[np.ndarray], **options) -> np.ndarray:
@@ -574,13 +601,16 @@ def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: b
         On different channel counts, a weight outside [0, 1], or the input errors of
         :func:`prepare`.
     """
-    a, b = _as_curve(c1), _as_curve(c2)
+    a, b = _as_curve(c1, "c1"), _as_curve(c2, "c2")
     if a.shape[1] != b.shape[1]:
-        raise ValueError(f"clips have {a.shape[1]} and {b.shape[1]} channels")
+        raise ValueError(f"c2: clips have {a.shape[1]} and {b.shape[1]} channels")
+    blend_weights = finite_array("weights", weights, ndim=(0, 1), min_length=None).reshape(-1)
+    if np.any((blend_weights < 0.0) | (blend_weights > 1.0)):
+        raise ValueError(f"weights must be in [0, 1], got {blend_weights.min()} .. {blend_weights.max()}")
     original = a.copy()
     n1, n2 = a.shape[0], b.shape[0]
     mask = np.zeros(a.shape[1], dtype=bool)
-    mask[np.asarray(travel, dtype=int)] = True
+    mask[index_list("travel", travel, a.shape[1])] = True
     d1 = np.where(mask, a[-1] - a[0], 0.0)
     d2 = np.where(mask, b[-1] - b[0], 0.0)
     a = a - np.linspace(0.0, 1.0, a.shape[0])[:, None] * d1
@@ -599,10 +629,8 @@ def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: b
     path = geodesic_closed(p1.q, q2)[0] if closed else None
     nodes = np.linspace(0.0, 1.0, m + 1)
     out = []
-    for s in weights:
+    for s in blend_weights:
         s = float(s)
-        if not 0.0 <= s <= 1.0:
-            raise ValueError(f"blend weight {s} is outside [0, 1]")
         if s == 0.0:
             out.append(original.copy())  # exactly c1 (no resampling round trip)
             continue
@@ -620,7 +648,7 @@ def blend(c1: np.ndarray, c2: np.ndarray, weights: Sequence[float], *, closed: b
         frames = max(int(round((1.0 - s) * n1 + s * n2)), 2)
         curve = resample(curve, frames)
         curve += np.linspace(0.0, 1.0, frames)[:, None] * ((1.0 - s) * d1 + s * d2)
-        out.append(curve)
+        out.append(finite_result("the blend", curve))
     return out
 
 
@@ -651,9 +679,12 @@ def karcher_mean(curves: Sequence[np.ndarray], *, closed: bool = False, n_sample
     ValueError
         When ``curves`` is empty, or on the input errors of :func:`prepare`.
     """
-    prepared = [prepare(c, n_samples=n_samples, closed=closed) for c in curves]
-    if not prepared:
-        raise ValueError("no clips to average")
+    if not len(curves):
+        raise ValueError("curves: no clips to average")
+    iterations = positive_int("iterations", iterations, minimum=0)
+    tol = positive("tol", tol)
+    prepared = [prepare(_as_curve(c, f"curves[{i}]"), n_samples=n_samples, closed=closed)
+                for i, c in enumerate(curves)]
     mu = prepared[0].q.copy()
     for _ in range(iterations):
         tangent = np.zeros_like(mu)
@@ -672,4 +703,4 @@ def karcher_mean(curves: Sequence[np.ndarray], *, closed: bool = False, n_sample
             mu = _to_closed(mu)
     length = float(np.mean([p.length for p in prepared]))
     start = np.mean([p.start for p in prepared], axis=0)
-    return srv_inverse(mu * np.sqrt(length), start)
+    return finite_result("the mean clip", srv_inverse(mu * np.sqrt(length), start))

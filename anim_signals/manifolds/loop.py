@@ -23,13 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..channels import check_finite
+from ..validation import MAX_MAGNITUDE, finite_array, finite_result, index_list, positive, positive_int
 from .srv import project_closed, srv, srv_inverse, srv_length
 
 __all__ = ["Cycle", "LoopResult", "SeamJump", "crossfade_loop", "find_cycle", "joint_seam", "make_loop",
            "median_frame_change", "nearly_closed", "seam_jump", "select_travel"]
 
 MIN_FRAMES = 4  # a loop needs a first and last step plus one frame between them
+# find_cycle compares every pair of frames (two N x N Gram matrices, 2 x 32 MB here); longer
+# clips are searched on every k-th frame first, then refined at full resolution.
+MAX_SEARCH_FRAMES = 2000
 
 
 @dataclass
@@ -89,11 +92,16 @@ class Cycle:
         Last sample (inclusive): the pose that should equal ``start``'s.
     score : float
         Seam mismatch in units of typical frame-to-frame change (lower is better).
+    search_step : int
+        1 when every pair of frames was compared; k > 1 when the clip was too long for that
+        (more than :data:`MAX_SEARCH_FRAMES` frames) and the search compared every k-th frame,
+        then refined the range at full resolution within +-k frames.
     """
 
     start: int
     stop: int
     score: float
+    search_step: int = 1
 
     @property
     def period(self) -> int:
@@ -102,33 +110,36 @@ class Cycle:
 
 
 def _check(values: np.ndarray) -> np.ndarray:
-    c = np.asarray(values, dtype=float)
+    c = finite_array("values", values, ndim=(1, 2), min_length=None, max_abs=MAX_MAGNITUDE)
     if c.ndim == 1:
         c = c[:, None]
-    if c.ndim != 2:
-        raise ValueError(f"values must be (frames, channels), got shape {c.shape}")
     if c.shape[0] < MIN_FRAMES:
-        raise ValueError(f"the clip has {c.shape[0]} frame(s): a loop needs at least {MIN_FRAMES}")
-    check_finite(c)
+        raise ValueError(f"values: the clip has {c.shape[0]} frame(s): a loop needs at least {MIN_FRAMES}")
+    if c.shape[1] == 0:
+        raise ValueError(f"values has no channels (shape {c.shape})")
     return c
 
 
 def _weights(weights, n: int) -> np.ndarray:
     if weights is None:
         return np.ones(n)
-    w = np.asarray(weights, dtype=float).reshape(-1)
-    if w.shape[0] != n or not np.all(np.isfinite(w)) or np.any(w <= 0.0):
-        raise ValueError(f"weights must be {n} positive finite numbers")
+    w = finite_array("weights", weights, min_length=None).reshape(-1)
+    if w.shape[0] != n or np.any(w <= 0.0) or np.any(w > MAX_MAGNITUDE):
+        raise ValueError(f"weights must be {n} positive finite numbers (one per channel), got {w.shape[0]}")
     return w
+
+
+def _power_of_two_normalised(c: np.ndarray) -> np.ndarray:
+    """``c`` scaled by a power of two (exact) so its largest magnitude is in [0.5, 1)."""
+    peak = float(np.abs(c).max()) if c.size else 0.0
+    if peak == 0.0 or not np.isfinite(peak):
+        return c
+    return np.ldexp(c, -int(np.frexp(peak)[1]))
 
 
 def _travel_mask(n: int, travel: Sequence[int]) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
-    if len(travel):
-        idx = np.asarray(travel, dtype=int)
-        if idx.min() < 0 or idx.max() >= n:
-            raise ValueError(f"travel channel index out of range 0..{n - 1}: {list(idx)}")
-        mask[idx] = True
+    mask[index_list("travel", travel, n)] = True
     return mask
 
 
@@ -344,6 +355,10 @@ def make_loop(
     """
     c = _check(values)
     scale = _weights(weights, c.shape[1])
+    tol = positive("tol", tol)
+    max_iter = positive_int("max_iter", max_iter, minimum=1)
+    if velocity_window is not None:
+        velocity_window = positive_int("velocity_window", velocity_window, minimum=0)
     n_frames, n = c.shape
     mask = _travel_mask(n, travel)
     t = np.linspace(0.0, 1.0, n_frames)[:, None]
@@ -364,7 +379,7 @@ def make_loop(
     looped[-1] = looped[0]  # remove the last ~tol of closure gap: Cycles sees identical end keys
     if velocity_window > 0 and n_frames >= 5:
         looped = _match_seam_velocity(looped, velocity_window)
-    looped = looped / scale + trend
+    looped = finite_result("the looped clip", looped / scale + trend)
     return LoopResult(
         values=looped,
         before=seam_jump(c, travel),
@@ -394,12 +409,99 @@ def crossfade_loop(values: np.ndarray, window: int, travel: Sequence[int] = ()) 
     """
     c = _check(values)
     mask = _travel_mask(c.shape[1], travel)
+    window = positive_int("window", window, minimum=1)
     window = int(max(1, min(window, c.shape[0] - 1)))
     out = c.copy()
     gap = np.where(mask, 0.0, c[0] - c[-1])
     alpha = np.linspace(0.0, 1.0, window + 1)[:, None]
     out[-window - 1:] += alpha * gap
     return out
+
+
+def _cycle_scores(c: np.ndarray, mask: np.ndarray, p_min: int, p_max: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per period P: the best start's score, that start, and the lag profile D(P) (see find_cycle).
+
+    Two N x N Gram matrices: the quadratic step, run on at most MAX_SEARCH_FRAMES frames.
+    """
+    n_frames = c.shape[0]
+    pose = c[:, ~mask]
+    vel = np.diff(c, axis=0)  # (N-1, n)
+    speed = np.linalg.norm(vel, axis=1)
+    step = float(np.median(speed))
+    g_pose = pose @ pose.T
+    n_pose = np.diag(g_pose)
+    g_vel = vel @ vel.T
+    n_vel = np.diag(g_vel)
+    cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
+    best_per_p = np.full(p_max + 1, np.inf)
+    typical = np.full(p_max + 1, np.nan)  # D(P)
+    best_start = np.zeros(p_max + 1, dtype=int)
+    for p in range(1, p_max + 1):
+        s = np.arange(0, n_frames - p)
+        gap_pose = n_pose[s] + n_pose[s + p] - 2.0 * g_pose[s, s + p]
+        # velocity leaving the start (s -> s+1) vs arriving at the end (s+p-1 -> s+p)
+        gap_vel = n_vel[s] + n_vel[s + p - 1] - 2.0 * g_vel[s, s + p - 1]
+        score = np.sqrt(np.maximum(gap_pose, 0.0) + 4.0 * np.maximum(gap_vel, 0.0)) / step
+        mean_speed = (cum_speed[s + p] - cum_speed[s]) / p
+        moving = mean_speed >= 0.5 * step
+        if not moving.any():
+            continue
+        typical[p] = float(np.median(score[moving]))
+        if p >= p_min:
+            score = np.where(moving, score, np.inf)
+            i = int(np.argmin(score))
+            best_per_p[p], best_start[p] = score[i], s[i]
+    return best_per_p, best_start, typical
+
+
+def _choose_period(best_per_p: np.ndarray, typical: np.ndarray, p_min: int, p_max: int) -> int:
+    """The first clear dip of D(P), refined within +-5 %; else the best score / sqrt(P)."""
+    rise = np.fmax.accumulate(np.nan_to_num(typical, nan=0.0))  # highest D at lags up to P
+    best = float(np.min(best_per_p))
+    p = -1
+    for q in range(p_min, p_max + 1):
+        if not np.isfinite(best_per_p[q]) or not np.isfinite(typical[q]):
+            continue
+        lo, hi = max(1, int(0.9 * q)), min(p_max, int(np.ceil(1.1 * q)))
+        around = typical[lo:hi + 1]
+        if (typical[q] <= np.nanmin(around) + 1e-12 and typical[q] <= 0.75 * rise[q]
+                and best_per_p[q] <= 1.5 * best + 1.0):
+            p = q
+            break
+    if p >= 0:
+        lo, hi = max(p_min, int(0.95 * p)), min(p_max, int(np.ceil(1.05 * p)))
+        return lo + int(np.argmin(best_per_p[lo:hi + 1]))
+    # no clear repeat: balance the seam against the period (seam / sqrt(period)); a seam
+    # grows about linearly with the period where nothing repeats, so a weak cycle still wins
+    # over both a few frames and the whole clip
+    return int(np.argmin(best_per_p / np.sqrt(np.maximum(np.arange(p_max + 1), 1))))
+
+
+def _refine_cycle(
+    c: np.ndarray, mask: np.ndarray, start: int, period: int, radius: int, p_min: int, p_max: int
+) -> tuple[int, int, float] | None:
+    """The best (start, period) within +-radius of a coarse pick, scored at full resolution;
+    O(radius^2 channels) work and memory, one period at a time."""
+    n_frames = c.shape[0]
+    pose = c[:, ~mask]
+    vel = np.diff(c, axis=0)
+    speed = np.linalg.norm(vel, axis=1)
+    step = float(np.median(speed))
+    cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
+    best: tuple[int, int, float] | None = None
+    for p in range(max(p_min, period - radius), min(p_max, period + radius) + 1):
+        s = np.arange(max(0, start - radius), min(n_frames - 1 - p, start + radius) + 1)
+        if s.size == 0:
+            continue
+        gap_pose = ((pose[s + p] - pose[s]) ** 2).sum(axis=1)
+        gap_vel = ((vel[s + p - 1] - vel[s]) ** 2).sum(axis=1)
+        score = np.sqrt(gap_pose + 4.0 * gap_vel) / step
+        moving = (cum_speed[s + p] - cum_speed[s]) / p >= 0.5 * step
+        score = np.where(moving, score, np.inf)
+        i = int(np.argmin(score))
+        if np.isfinite(score[i]) and (best is None or score[i] < best[2]):
+            best = (int(s[i]), int(s[i] + p), float(score[i]))
+    return best
 
 
 def find_cycle(
@@ -427,6 +529,12 @@ def find_cycle(
     Travel channels count by velocity only; ``weights`` put channels of different units on one
     scale (see :func:`make_loop`).
 
+    Comparing every pair of frames is quadratic, so a clip longer than
+    :data:`MAX_SEARCH_FRAMES` frames is searched coarse-to-fine: the search above runs on every
+    k-th frame (k = ceil(N / MAX_SEARCH_FRAMES)), and the best range is refined at full
+    resolution within +-k frames of its start and period. Memory and time then grow about
+    linearly with N; the result says so (``Cycle.search_step`` = k > 1).
+
     Parameters
     ----------
     values : ndarray, shape (N, n)
@@ -446,66 +554,51 @@ def find_cycle(
     ------
     ValueError
         When the clip does not move, no period fits the bounds, no segment moves enough, or on
-        the input errors of :func:`make_loop`.
+        the input errors of :func:`make_loop` (non-finite or huge values, bad bounds).
     """
     c = _check(values)
     n_frames, n = c.shape
     mask = _travel_mask(n, travel)
     if weights is not None:
         c = c * _weights(weights, n)[None, :]
-    pose = c[:, ~mask]
-    vel = np.diff(c, axis=0)  # (N-1, n)
-    speed = np.linalg.norm(vel, axis=1)
-    step = float(np.median(speed))
+    # scores are relative to the clip's step: a power-of-two rescale changes no score, and
+    # keeps the Gram matrices of huge (or subnormal) values finite (and normal)
+    c = _power_of_two_normalised(c)
+    if min_period is not None:
+        min_period = positive_int("min_period", min_period, minimum=0)
+    if max_period is not None:
+        max_period = positive_int("max_period", max_period, minimum=0)
+    step = float(np.median(np.linalg.norm(np.diff(c, axis=0), axis=1)))
     if step <= 0.0:
         raise ValueError("the clip does not move: there is no cycle to find")
     p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 10)
     p_max = min(n_frames - 1, int(max_period) if max_period else n_frames - 1)
     if p_min > p_max:
         raise ValueError(f"no period between {p_min} and {p_max} frames fits in {n_frames} frames")
-    g_pose = pose @ pose.T
-    n_pose = np.diag(g_pose)
-    g_vel = vel @ vel.T
-    n_vel = np.diag(g_vel)
-    cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
-    best_per_p = np.full(p_max + 1, np.inf)
-    typical = np.full(p_max + 1, np.nan)  # D(P)
-    best_start = np.zeros(p_max + 1, dtype=int)
-    for p in range(1, p_max + 1):
-        s = np.arange(0, n_frames - p)
-        gap_pose = n_pose[s] + n_pose[s + p] - 2.0 * g_pose[s, s + p]
-        # velocity leaving the start (s -> s+1) vs arriving at the end (s+p-1 -> s+p)
-        gap_vel = n_vel[s] + n_vel[s + p - 1] - 2.0 * g_vel[s, s + p - 1]
-        score = np.sqrt(np.maximum(gap_pose, 0.0) + 4.0 * np.maximum(gap_vel, 0.0)) / step
-        mean_speed = (cum_speed[s + p] - cum_speed[s]) / p
-        moving = mean_speed >= 0.5 * step
-        if not moving.any():
-            continue
-        typical[p] = float(np.median(score[moving]))
-        if p >= p_min:
-            score = np.where(moving, score, np.inf)
-            i = int(np.argmin(score))
-            best_per_p[p], best_start[p] = score[i], s[i]
+    k = max(1, -(-n_frames // MAX_SEARCH_FRAMES))
+    if k == 1:
+        best_per_p, best_start, typical = _cycle_scores(c, mask, p_min, p_max)
+        if not np.isfinite(best_per_p).any():
+            raise ValueError("no moving segment long enough to loop")
+        p = _choose_period(best_per_p, typical, p_min, p_max)
+        cycle = Cycle(int(best_start[p]), int(best_start[p] + p), float(best_per_p[p]))
+    else:
+        cycle = _coarse_to_fine_cycle(c, mask, k, p_min, p_max)
+    finite_result("the cycle's score", cycle.score)
+    return cycle
+
+
+def _coarse_to_fine_cycle(c: np.ndarray, mask: np.ndarray, k: int, p_min: int, p_max: int) -> Cycle:
+    """find_cycle on every k-th frame, refined at full resolution (see find_cycle)."""
+    coarse = c[::k]
+    cp_min = max(MIN_FRAMES - 1, p_min // k)
+    cp_max = min(coarse.shape[0] - 1, max(cp_min, p_max // k))
+    best_per_p, best_start, typical = _cycle_scores(coarse, mask, cp_min, cp_max)
     if not np.isfinite(best_per_p).any():
         raise ValueError("no moving segment long enough to loop")
-    rise = np.fmax.accumulate(np.nan_to_num(typical, nan=0.0))  # highest D at lags up to P
-    best = float(np.min(best_per_p))
-    p = -1
-    for q in range(p_min, p_max + 1):
-        if not np.isfinite(best_per_p[q]) or not np.isfinite(typical[q]):
-            continue
-        lo, hi = max(1, int(0.9 * q)), min(p_max, int(np.ceil(1.1 * q)))
-        around = typical[lo:hi + 1]
-        if (typical[q] <= np.nanmin(around) + 1e-12 and typical[q] <= 0.75 * rise[q]
-                and best_per_p[q] <= 1.5 * best + 1.0):
-            p = q
-            break
-    if p >= 0:
-        lo, hi = max(p_min, int(0.95 * p)), min(p_max, int(np.ceil(1.05 * p)))
-        p = lo + int(np.argmin(best_per_p[lo:hi + 1]))
-    else:
-        # no clear repeat: balance the seam against the period (seam / sqrt(period)); a seam
-        # grows about linearly with the period where nothing repeats, so a weak cycle still wins
-        # over both a few frames and the whole clip
-        p = int(np.argmin(best_per_p / np.sqrt(np.maximum(np.arange(p_max + 1), 1))))
-    return Cycle(int(best_start[p]), int(best_start[p] + p), float(best_per_p[p]))
+    p = _choose_period(best_per_p, typical, cp_min, cp_max)
+    refined = _refine_cycle(c, mask, int(best_start[p]) * k, p * k, k, p_min, p_max)
+    if refined is None:
+        raise ValueError("no moving segment long enough to loop")
+    start, stop, score = refined
+    return Cycle(start, stop, score, search_step=k)

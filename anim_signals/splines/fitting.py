@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
 from .knots import FEASIBLE, KnotProblem, snap_grid, solve_tolerance
@@ -29,6 +30,8 @@ from .latent import (
     FitCancelled,
     SplineModel,
     _check_degree,
+    _check_representable,
+    _check_search_settings,
     _final_fit,
     _prepare,
     _Samples,
@@ -217,25 +220,35 @@ def interpolating_curve(frames: np.ndarray, values: np.ndarray) -> BezierCurve:
     -------
     BezierCurve
         N keys with Hermite handles.
+
+    Raises
+    ------
+    ValueError
+        On empty or non-finite input, shapes that differ, or frames not strictly increasing.
     """
-    frames = np.asarray(frames, dtype=float)
-    values = np.asarray(values, dtype=float)
+    frames = finite_array("frames", frames, ndim=1)
+    values = finite_array("values", values, ndim=1)
+    if values.shape != frames.shape:
+        raise ValueError(f"values has shape {values.shape}, expected {frames.shape} (one value per frame)")
+    if np.any(np.diff(frames) <= 0):
+        raise ValueError("frames must be strictly increasing")
     slopes = np.gradient(values, frames) if frames.size > 1 else np.zeros(1)
-    return hermite_keys(frames, values, slopes)
+    return hermite_keys(frames, values, finite_result("the slopes", slopes))
 
 
 def _channel_tolerances(tolerance: Any, m: int) -> np.ndarray:
-    tol = np.broadcast_to(np.asarray(tolerance, dtype=float), (m,)).copy()
-    if np.any(~np.isfinite(tol)) or np.any(tol <= 0):
-        raise ValueError("tolerances must be positive and finite")
+    tol = finite_array("tolerance", tolerance, ndim=(0, 1), min_length=None)
+    if tol.shape not in ((), (1,), (m,)):
+        raise ValueError(f"tolerance must be one number or {m} (one per channel), got shape {tol.shape}")
+    tol = np.broadcast_to(tol, (m,)).copy()
+    if np.any(tol <= 0):
+        raise ValueError(f"tolerance must be positive, got {tol.min()}")
     return tol
 
 
 def _check_options(mode: str, continuity: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}")
-    if continuity not in MULTIPLICITIES:
-        raise ValueError(f"unknown continuity {continuity!r}")
+    choice("mode", mode, MODES)
+    choice("continuity", continuity, tuple(MULTIPLICITIES))
 
 
 def _fit_run(
@@ -306,15 +319,42 @@ def iter_fit_channels(
     -------
     ChannelsFit
         As ``StopIteration.value``.
+
+    Raises
+    ------
+    ValueError
+        On the bad input of :func:`fit_channels`, when called (not at the first step).
     """
+    # checked here, when the generator is made, not at its first step
     samples = _prepare(values, frames)
     values, frames, tau = samples
     n, m = values.shape
     _check_degree(degree, n)
     tol = _channel_tolerances(tolerance, m)
     _check_options(mode, continuity)
+    internal_knots = positive_int("internal_knots", internal_knots, minimum=0)
+    _check_search_settings(population, max_iterations, seed)
+    _check_representable(values, tol)
+    iters = DEFAULT_CHANNEL_ITERATIONS if max_iterations is None else int(max_iterations)
+    return _iter_fit(samples, tol, mode, internal_knots, degree, population, iters, seed, snap_to_frames,
+                     continuity, free_handles)
+
+
+def _iter_fit(
+    samples: _Samples,
+    tol: np.ndarray,
+    mode: str,
+    internal_knots: int,
+    degree: int,
+    population: int | None,
+    iters: int,
+    seed: int,
+    snap_to_frames: bool,
+    continuity: str,
+    free_handles: bool,
+) -> Generator[float, None, ChannelsFit]:
+    values, frames, tau = samples
     snap = snap_grid(frames, tau) if snap_to_frames else None
-    iters = DEFAULT_CHANNEL_ITERATIONS if max_iterations is None else max_iterations
     moving = np.flatnonzero(~_constant_channels(values, tol))
     modes = ["LATENT", "PER_CHANNEL"] if mode == "AUTO" else [mode]
     runs = [(md, mu) for md in modes for mu in MULTIPLICITIES[continuity]]
@@ -336,6 +376,9 @@ def iter_fit_channels(
             for j, curve in enumerate(curves)
         ]
         yield FREE_HANDLES_PROGRESS
+    for j, curve in enumerate(curves):
+        for part in (curve.co, curve.handle_left, curve.handle_right):
+            finite_result(f"the keys of channel {j}", part)
     yield 1.0
     return _summary(curves, best.mode, values, frames, tol)
 
@@ -408,9 +451,11 @@ def fit_channels(
     FitCancelled
         When ``progress`` returns False.
     ValueError
-        On non-positive or non-finite tolerances, an unknown mode or continuity, NaN /
-        infinite values, frames not strictly increasing or of the wrong shape, a degree outside
-        1-3 or fewer than ``degree + 1`` samples.
+        On non-positive or non-finite tolerances, an unknown mode or continuity, empty or NaN /
+        infinite values (or beyond +-1e150), frames not strictly increasing or of the wrong
+        shape, a degree outside 1-3, fewer than ``degree + 1`` samples, a population below 2,
+        negative counts, or a moving channel more than 1e12 times its tolerance in magnitude
+        (float64 cannot fit it that closely). The message names the argument.
 
     Examples
     --------

@@ -69,6 +69,11 @@ RESCUE_BUDGET = 100
 MAX_RESCUES_PER_LANE = 8
 RESCUE_WINDOW = 3  # a rescue moves this many knots on each side of the removed one
 RESCUE_SEED_STRIDE = 7919  # a prime: rescue seeds differ per lane and per knot count
+# Every removal round scores its shortlist on the whole clip (cost ~ samples), and a round
+# removes a few knots, so unbounded rounds would make a long clip's fit quadratic: the removal
+# phase stops after this many rounds (the knots are then already within tolerance, just more
+# of them). Clips of a few thousand frames need far fewer.
+MAX_REMOVAL_ROUNDS = 64
 # Curvature-placed knots: a floor on the bending density, relative to its mean (plus a tiny
 # constant, for a straight line), so flat stretches still get their share of knots.
 DENSITY_FLOOR = 1e-3
@@ -474,29 +479,46 @@ def snap_knots(internal: np.ndarray, grid: np.ndarray) -> np.ndarray:
 def _insert_knots(
     problem: KnotProblem, internal: np.ndarray, per_sample: np.ndarray, snap: np.ndarray | None
 ) -> np.ndarray | None:
-    """New knots in the worst spans whose samples break the tolerance; None if none can split."""
+    """New knots in the worst spans whose samples break the tolerance; None if none can split.
+
+    Vectorised over the spans (samples are sorted, so each span's samples are one run): a
+    loop over spans that scans every sample would make a long clip's insertion quadratic.
+    """
     breaks = np.concatenate([[0.0], internal, [1.0]])
     seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
     grid = problem.tau if snap is None else snap
-    candidates: list[tuple[float, float]] = []  # (span's worst error, new knot)
-    for j in np.unique(seg[per_sample > FEASIBLE]):
-        lo, hi = breaks[j], breaks[j + 1]
-        in_seg = np.flatnonzero(seg == j)
-        worst = problem.tau[in_seg[np.argmax(per_sample[in_seg])]]
-        # halfway between the worst sample and the span centre, on a sample position: spans
-        # stay whole numbers of samples, so splitting can go down to a knot on every sample
-        # (where the least-squares spline interpolates)
-        pos = 0.5 * (worst + 0.5 * (lo + hi))
-        inside = grid[(grid >= lo + problem.min_gap) & (grid <= hi - problem.min_gap)]
-        if inside.size:
-            candidates.append((float(per_sample[in_seg].max()), float(inside[np.argmin(np.abs(inside - pos))])))
+    spans, first = np.unique(seg, return_index=True)
+    span_worst = np.maximum.reduceat(per_sample, first)
+    offending = span_worst > FEASIBLE
+    if not offending.any() or grid.size == 0:
+        return None
+    # the first sample of each span that reaches the span's worst error (np.argmax's choice)
+    group = np.searchsorted(spans, seg)
+    at_worst = np.flatnonzero(per_sample == span_worst[group])
+    _, first_worst = np.unique(seg[at_worst], return_index=True)
+    worst = problem.tau[at_worst[first_worst]][offending]
+    err = span_worst[offending]
+    lo, hi = breaks[spans[offending]], breaks[spans[offending] + 1]
+    # halfway between the worst sample and the span centre, on a sample position: spans
+    # stay whole numbers of samples, so splitting can go down to a knot on every sample
+    # (where the least-squares spline interpolates)
+    pos = 0.5 * (worst + 0.5 * (lo + hi))
+    first_in = np.searchsorted(grid, lo + problem.min_gap, side="left")
+    last_in = np.searchsorted(grid, hi - problem.min_gap, side="right") - 1
+    splittable = first_in <= last_in
+    right = np.clip(np.searchsorted(grid, pos), first_in, last_in)
+    left = np.clip(right - 1, first_in, last_in)
+    grid_idx = np.clip(np.where(np.abs(pos - grid[np.clip(left, 0, grid.size - 1)])
+                                <= np.abs(grid[np.clip(right, 0, grid.size - 1)] - pos), left, right),
+                       0, grid.size - 1)
+    err, new_knots = err[splittable], grid[grid_idx[splittable]]
+    if err.size == 0:
+        return None
     # worst spans first, and only a share of them per round: inserting everywhere at once
     # overshoots, and every surplus knot costs a (much dearer) removal round later
-    candidates.sort(reverse=True)
-    new = [pos for _, pos in candidates[: max(1, int(np.ceil(len(candidates) * INSERT_FRACTION)))]]
-    if not new:
-        return None
-    return np.sort(np.concatenate([internal, new]))
+    order = np.lexsort((new_knots, err))[::-1]
+    take = max(1, int(np.ceil(err.size * INSERT_FRACTION)))
+    return np.sort(np.concatenate([internal, new_knots[order[:take]]]))
 
 
 def _insert_until_feasible(
@@ -660,7 +682,8 @@ def solve_tolerance(
 
     1) greedy insertion until feasible; 2) removal of well-separated removable knots (best
     first, halving the set when the joint removal breaks the tolerance); 3) when no single
-    removal is feasible, CMA-ES moves the remaining knots to win one back.
+    removal is feasible, CMA-ES moves the remaining knots to win one back. Removal stops after
+    MAX_REMOVAL_ROUNDS rounds, so the cost stays about linear in the samples.
 
     Parameters
     ----------
@@ -699,7 +722,9 @@ def solve_tolerance(
         max_rescues=max_rescues,
         widen=set(),
     )
-    while state.removing:
+    for _ in range(MAX_REMOVAL_ROUNDS):
+        if not state.removing:
+            break
         chosen, rescue = _plan_removals(problem, internal, state, snap, max_iterations)
         progressed = set(chosen)
         _remove_jointly(problem, internal, chosen)

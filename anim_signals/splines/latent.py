@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_result, non_negative, positive_int
 from .bspline import BezierCurve, clamped_knots, evaluate, lsq_batch, spline_to_bezier
 from .knots import KnotProblem, curvature_knots, snap_grid, snap_knots, solve_tolerance
 
@@ -35,6 +36,9 @@ DEFAULT_TOLERANCE_ITERATIONS = 60
 PCA_RESIDUAL_SHARE = 0.25
 # A fixed knot count is capped just below what min_gap allows on [0, 1].
 KNOT_COUNT_MARGIN = 1e-9
+# A channel to fit may reach at most this many tolerances in magnitude (float64 keeps ~16 digits,
+# the least squares loses a few).
+MAX_VALUE_TO_TOLERANCE = 1e12
 # Knots within this (relative to the clip length) of a sample are put exactly on it.
 ON_SAMPLE_TOLERANCE = 1e-9
 
@@ -145,29 +149,50 @@ class _FinalFit(NamedTuple):
 
 
 def _prepare(values: np.ndarray, frames: np.ndarray | None) -> _Samples:
-    values = np.asarray(values, dtype=float)
+    """Checked samples: finite values (N, M), strictly increasing finite frames (N,)."""
+    values = finite_array("values", values, ndim=(1, 2), max_abs=MAX_MAGNITUDE)
     if values.ndim == 1:
         values = values[:, None]
-    if values.ndim != 2:
-        raise ValueError("values must be (frames, channels)")
+    if values.shape[1] == 0:
+        raise ValueError(f"values has no channels (shape {values.shape})")
     n = values.shape[0]
-    frames = np.arange(n, dtype=float) if frames is None else np.asarray(frames, dtype=float)
-    if frames.shape != (n,):
-        raise ValueError(f"frames has shape {frames.shape}, expected ({n},)")
+    if frames is None:
+        frames = np.arange(n, dtype=float)
+    else:
+        frames = finite_array("frames", frames, ndim=1, max_abs=MAX_MAGNITUDE)
+        if frames.shape != (n,):
+            raise ValueError(f"frames has shape {frames.shape}, expected ({n},) (one frame per row of values)")
     if n >= 2 and np.any(np.diff(frames) <= 0):
         raise ValueError("frames must be strictly increasing")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("values contain NaN or infinite samples")
     span = frames[-1] - frames[0] if n >= 2 else 1.0
     tau = (frames - frames[0]) / span
+    if not np.all(np.isfinite(tau)) or (n >= 2 and np.any(np.diff(tau) <= 0)):
+        raise ValueError("frames are too close together (or too far apart) to tell apart in float64")
     return _Samples(values, frames, tau)
 
 
 def _check_degree(degree: int, n: int) -> None:
-    if degree not in (1, 2, 3):
-        raise ValueError("degree must be 1, 2 or 3 (Blender keys are cubic Bezier segments)")
+    choice("degree", degree, (1, 2, 3))
     if n < degree + 1:
-        raise ValueError(f"need at least {degree + 1} samples for a degree-{degree} spline, got {n}")
+        raise ValueError(f"values has {n} sample(s): a degree-{degree} spline needs at least {degree + 1}")
+
+
+def _check_representable(values: np.ndarray, tol: np.ndarray) -> None:
+    """Refuse channels that need fitting but whose magnitude dwarfs their tolerance.
+
+    float64 keeps ~16 digits: the least squares behind every fit loses a few more, so a channel
+    whose values are beyond MAX_VALUE_TO_TOLERANCE tolerances cannot be fitted within its
+    tolerance (rounding alone exceeds it), and pretending otherwise writes wrong keys.
+    """
+    half_span = (values.max(axis=0) - values.min(axis=0)) / 2.0
+    magnitude = np.abs(values).max(axis=0)
+    bad = np.flatnonzero((half_span > tol) & (magnitude > tol * MAX_VALUE_TO_TOLERANCE))
+    if bad.size:
+        j = int(bad[0])
+        raise ValueError(
+            f"values: channel {j} reaches {magnitude[j]:.3g}, more than {MAX_VALUE_TO_TOLERANCE:.0e} times its "
+            f"tolerance {tol[j]:.3g}: float64 cannot fit it that closely (raise the tolerance or rescale the data)"
+        )
 
 
 def _put_on_samples(knots_frames: np.ndarray, sample_frames: np.ndarray, span: float) -> None:
@@ -230,9 +255,12 @@ def _drain(gen: Generator[float, None, _T]) -> _T:
 def _latent_tolerances(max_error: Any, m: int) -> np.ndarray:
     if max_error is None:
         return np.ones(m)
-    tol = np.broadcast_to(np.asarray(max_error, dtype=float), (m,)).copy()
+    tol = finite_array("max_error", max_error, ndim=(0, 1), min_length=None)
+    if tol.shape not in ((), (1,), (m,)):
+        raise ValueError(f"max_error must be one number or {m} (one per channel), got shape {tol.shape}")
+    tol = np.broadcast_to(tol, (m,)).copy()
     if np.any(tol <= 0):
-        raise ValueError("max_error must be positive")
+        raise ValueError(f"max_error must be positive, got {tol.min()}")
     return tol
 
 
@@ -241,6 +269,15 @@ def _scaled_pca_tolerance(pca_tolerance: float | None, max_error: Any, tol: np.n
     if pca_tolerance is not None:
         return pca_tolerance if max_error is None else pca_tolerance / float(tol.min())
     return PCA_RESIDUAL_SHARE if max_error is not None else None
+
+
+def _check_search_settings(population: Any, max_iterations: Any, seed: Any) -> None:
+    """CMA-ES settings: a population of at least 2 (pycma ranks the samples), generations >= 0."""
+    if population is not None:
+        positive_int("population", population, minimum=2)
+    if max_iterations is not None:
+        positive_int("max_iterations", max_iterations, minimum=0)
+    positive_int("seed", seed, minimum=-(2**63))
 
 
 def _fixed_count_knots(
@@ -316,9 +353,12 @@ def fit_latent_spline(
     Raises
     ------
     ValueError
-        When neither ``internal_knots`` nor ``max_error`` is given; on a non-positive
-        tolerance, NaN / infinite values, frames not strictly increasing or of the wrong
-        shape, a degree outside 1-3 or fewer than ``degree + 1`` samples.
+        When neither ``internal_knots`` nor ``max_error`` is given; on a non-positive or
+        non-finite tolerance, empty or NaN / infinite values (or beyond +-1e150), frames not
+        strictly increasing or of the wrong shape, a degree outside 1-3, fewer than
+        ``degree + 1`` samples, a population below 2, negative counts, or a channel to fit
+        more than 1e12 times its tolerance in magnitude (float64 cannot fit it that closely).
+        The message names the argument.
 
     Examples
     --------
@@ -338,7 +378,15 @@ def fit_latent_spline(
     _check_degree(degree, values.shape[0])
     if internal_knots is None and max_error is None:
         raise ValueError("give internal_knots (fixed count) or max_error (tolerance)")
+    if internal_knots is not None:
+        internal_knots = positive_int("internal_knots", internal_knots, minimum=0)
+    _check_search_settings(population, max_iterations, seed)
+    if pca_tolerance is not None:
+        pca_tolerance = non_negative("pca_tolerance", pca_tolerance)
+    choice("multiplicity", multiplicity, (1, 2))
     tol = _latent_tolerances(max_error, values.shape[1])
+    if max_error is not None:
+        _check_representable(values, tol)
     mean = values.mean(axis=0)
     target = (values - mean) / tol
     pca_scaled = _scaled_pca_tolerance(pca_tolerance, max_error, tol)
@@ -355,7 +403,7 @@ def fit_latent_spline(
     if snap_to_frames and internal.size:
         internal = snap_knots(internal, snap_grid(frames, tau))
     knots, ctrl = _final_fit(problem, internal, frames[0], span, snapped=snap_to_frames)
-    ctrl = ctrl * tol + mean
+    ctrl = finite_result("the fitted control points", ctrl * tol + mean)
     n_components = 0 if problem.basis is None else problem.basis.shape[0]
     return _model_from(values, frames, knots, ctrl, degree, n_components=n_components, iterations=problem.generations)
 
@@ -387,7 +435,13 @@ def fit_uniform_spline(
     """
     values, frames, tau = _prepare(values, frames)
     _check_degree(degree, values.shape[0])
-    internal = np.linspace(frames[0], frames[-1], int(internal_knots) + 2)[1:-1]
+    internal_knots = positive_int("internal_knots", internal_knots, minimum=0)
+    if internal_knots + degree + 1 > values.shape[0]:
+        raise ValueError(
+            f"internal_knots is {internal_knots}: {values.shape[0]} samples allow at most "
+            f"{values.shape[0] - degree - 1} for a degree-{degree} spline"
+        )
+    internal = np.linspace(frames[0], frames[-1], internal_knots + 2)[1:-1]
     knots = clamped_knots(internal, frames[0], frames[-1], degree)
     ctrl, _, _ = lsq_batch(knots[None], frames, values, degree, return_fit=False)
-    return _model_from(values, frames, knots, ctrl[0], degree)
+    return _model_from(values, frames, knots, finite_result("the fitted control points", ctrl[0]), degree)

@@ -130,7 +130,7 @@ def test_progress_reports_and_cancel():
     [
         (np.array([[0.0], [np.nan], [1.0], [2.0]]), "NaN"),
         (np.array([[0.0], [np.inf], [1.0], [2.0]]), "NaN"),
-        (np.array([[0.0], [1.0]]), "at least 4"),
+        (np.array([[0.0], [1.0]]), "needs at least 4"),
     ],
 )
 def test_bad_input_is_refused_clearly(values, message):
