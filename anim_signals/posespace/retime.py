@@ -14,8 +14,9 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_scalar, positive, positive_int
 from .signals import TimeSignal
-from .space import PoseSpace
+from .space import MAX_FRAMES, PoseSpace
 
 __all__ = ["RESAMPLE_MODES", "bake_frames", "resample_times", "resampled_space"]
 
@@ -86,28 +87,33 @@ def resample_times(
     """
     frames = np.asarray(time_signal.frames, dtype=float)
     a, b = float(frames[0]), float(frames[-1])
+    choice("mode", mode, RESAMPLE_MODES)
     if mode == "FRAME_COUNT":
+        frame_count = positive_int("frame_count", frame_count, minimum=0)
         if frame_count < 2:
             raise ValueError("A resampled sequence needs at least 2 frames")
+        if frame_count > MAX_FRAMES:
+            raise ValueError(f"frame_count is {frame_count}: a pose space plays at most {MAX_FRAMES} frames")
         taus = np.linspace(a, b, int(frame_count))
         return a + np.arange(taus.size, dtype=float), taus
     if mode == "FRAME_RATE":
-        if not (fps_from > 0.0 and fps_to > 0.0):
-            raise ValueError("Frame rates must be positive")
+        positive("fps_from", fps_from)
+        positive("fps_to", fps_to)
         speed, r0, r1 = fps_from / fps_to, a, b
     elif mode == "SPEED":
         r0, r1 = a, b
     elif mode == "RANGE":
-        r0 = a if range_start is None else float(range_start)
-        r1 = b if range_end is None else float(range_end)
+        r0 = a if range_start is None else finite_scalar("range_start", range_start)
+        r1 = b if range_end is None else finite_scalar("range_end", range_end)
         if not (a <= r0 < r1 <= b):
             raise ValueError(f"The range {r0:g}-{r1:g} must lie inside the frames {a:g}-{b:g} and not be empty")
     else:
         raise ValueError(f"Unknown resample mode {mode!r}: one of {', '.join(RESAMPLE_MODES)}")
-    if not (math.isfinite(speed) and speed > 0.0):
-        raise ValueError("The speed factor must be positive")
+    speed = positive("speed", speed)
     new_bp = np.array([0.0, r0 - a, r0 - a + (r1 - r0) / speed, r0 - a + (r1 - r0) / speed + (b - r1)])
     old_bp = np.array([a, r0, r1, b])
+    if not np.isfinite(new_bp[-1]) or new_bp[-1] + 1 > MAX_FRAMES:
+        raise ValueError(f"speed {speed:g} would make more than {MAX_FRAMES} frames: slow down less")
     count = int(math.floor(new_bp[-1] + 1e-9)) + 1
     if count < 2:
         raise ValueError(f"Resampling leaves {count} frame: slow down less")
@@ -135,8 +141,15 @@ def resampled_space(space: PoseSpace, new_frames: ArrayLike, taus: ArrayLike) ->
     PoseSpace
         With ``time.frames = new_frames`` and ``time.params = rho(taus)``.
     """
-    new_frames = np.asarray(new_frames, dtype=float)
-    params = space.time.rho(np.asarray(taus, dtype=float))
+    new_frames = finite_array("new_frames", new_frames, ndim=1, min_length=2, max_abs=MAX_MAGNITUDE)
+    taus = finite_array("taus", taus, ndim=1, min_length=2, max_abs=MAX_MAGNITUDE)
+    if taus.shape != new_frames.shape:
+        raise ValueError(f"taus has shape {taus.shape}, expected {new_frames.shape} (one per new frame)")
+    if np.any(np.diff(new_frames) <= 0):
+        raise ValueError("new_frames must be strictly increasing")
+    if new_frames.size > MAX_FRAMES:
+        raise ValueError(f"new_frames: {new_frames.size} frames is more than the {MAX_FRAMES} a pose space plays")
+    params = space.time.rho(taus)
     params = np.maximum.accumulate(params)  # monotone (rounding)
     return replace(space, time=replace(space.time, params=params, frames=new_frames))
 

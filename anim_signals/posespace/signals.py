@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..splines import bspline
+from ..validation import MAX_MAGNITUDE
 
 __all__ = [
     "DEGREE",
@@ -57,8 +58,11 @@ DEGREE = 3  # of the time signal's B-spline
 
 
 def _frames_matrix(z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=float)
-    if z.ndim != 2:
+    try:
+        z = np.asarray(z, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"z must be a (frames, values) array of numbers: {err}") from err
+    if z.ndim != 2 or z.shape[1] == 0:
         raise ValueError(f"frames must be a (frames, values) array, got shape {z.shape}")
     if z.shape[0] < MIN_FRAMES:
         raise ValueError(f"a pose space needs at least {MIN_FRAMES} frames, got {z.shape[0]}")
@@ -66,6 +70,8 @@ def _frames_matrix(z: np.ndarray) -> np.ndarray:
     if bad.any():
         row = int(np.argmax(bad.any(axis=1)))
         raise ValueError(f"frame {row} has NaN or infinite values")
+    if float(np.abs(z).max()) > MAX_MAGNITUDE:
+        raise ValueError(f"z has values beyond +-{MAX_MAGNITUDE:.0e}: too large to compute with")
     return z
 
 

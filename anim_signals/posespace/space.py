@@ -17,6 +17,14 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..splines import bspline
+from ..validation import (
+    MAX_MAGNITUDE,
+    finite_array,
+    finite_result,
+    finite_scalar,
+    positive,
+    positive_int,
+)
 from .signals import (
     DEGREE,
     PoseSignal,
@@ -195,17 +203,21 @@ class PoseSpace:
     # -- edits (§4): every edit returns a new PoseSpace ----------------------------------------
 
     def with_control_point(self, j: int, xy: Sequence[float]) -> PoseSpace:
-        """Move time-signal control point j (§4.1): frames outside its support are unchanged."""
+        """Move time-signal control point j (§4.1): frames outside its support are unchanged.
+
+        Raises ValueError on an index out of range or a position that is not a finite (x, y).
+        """
+        j = positive_int("j", j, minimum=-(2**63))
         if not 0 <= j < self.k:
             raise ValueError(f"control point {j} is outside 0..{self.k - 1}")
         control = self.time.control.copy()
-        control[j] = np.asarray(xy, dtype=float)
+        control[j] = _point("xy", xy)
         return replace(self, time=replace(self.time, control=control), time_authored=True,
                        source_frames=self.reconstructed_frames)
 
     def with_pins(self, pins: Mapping[int, ArrayLike]) -> PoseSpace:
         """Pin frames to pose-space points (§3.2.1): MDS re-solved, g and f refitted (same l, k)."""
-        merged = {**self.pins, **{int(i): np.asarray(v, dtype=float) for i, v in pins.items()}}
+        merged = {**self.pins, **_checked_pins(pins, self.n)}
         return self._relayout(mds_positions(self.latent, pins=merged, init=self.positions), merged)
 
     def without_pins(self) -> PoseSpace:
@@ -224,8 +236,10 @@ class PoseSpace:
     def with_times(self, frames: np.ndarray, taus: np.ndarray) -> PoseSpace:
         """Re-time (§4.2): new frame numbers ``frames`` play the sequence at old frame times ``taus``
         (same curve; e.g. frames 1..2n with taus 1..n at half steps is slow motion)."""
-        frames = np.asarray(frames, dtype=float).reshape(-1)
-        taus = np.asarray(taus, dtype=float).reshape(-1)
+        frames = finite_array("frames", frames, min_length=None, max_abs=MAX_MAGNITUDE).reshape(-1)
+        taus = finite_array("taus", taus, min_length=None, max_abs=MAX_MAGNITUDE).reshape(-1)
+        if frames.size > MAX_FRAMES:
+            raise ValueError(f"frames: {frames.size} frames is more than the {MAX_FRAMES} a pose space plays")
         if frames.shape != taus.shape or frames.size < 2:
             raise ValueError("need at least 2 new frames, one old time each")
         if np.any(np.diff(frames) <= 0) or not np.all(np.isfinite(taus)):
@@ -239,17 +253,16 @@ class PoseSpace:
 
     def resample(self, taus: np.ndarray) -> np.ndarray:
         """psi at new frame times (§4.2): slow motion, speed-up, frame-rate conversion."""
-        return self.evaluate(np.asarray(taus, dtype=float))
+        return self.evaluate(finite_array("taus", taus, min_length=None, max_abs=MAX_MAGNITUDE))
 
     def with_stroke(self, stroke: np.ndarray, n_frames: int) -> PoseSpace:
         """A new time signal along a sketched stroke (§4.4): uniform knots and parameters."""
-        pts = np.asarray(stroke, dtype=float)
+        pts = finite_array("stroke", stroke, min_length=None, max_abs=MAX_MAGNITUDE)
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 2:
             raise ValueError("a stroke needs at least 2 points (x, y)")
-        if not np.all(np.isfinite(pts)):
-            raise ValueError("the stroke has NaN or infinite points")
-        if n_frames < 2:
-            raise ValueError("a sketched sequence needs at least 2 frames")
+        n_frames = positive_int("n_frames", n_frames, minimum=2)
+        if n_frames > MAX_FRAMES:
+            raise ValueError(f"n_frames is {n_frames}: a pose space plays at most {MAX_FRAMES} frames")
         k = max(DEGREE + 1, pts.shape[0])
         if pts.shape[0] < k:  # too few points: resample the polyline
             pts = _resample_polyline(pts, k)
@@ -272,9 +285,14 @@ class PoseSpace:
         """
         from scipy.interpolate import insert
 
-        pts = np.atleast_2d(np.asarray(points, dtype=float))
-        if pts.shape[1] != 2 or not np.all(np.isfinite(pts)):
+        pts = np.atleast_2d(finite_array("points", points, min_length=None, max_abs=MAX_MAGNITUDE))
+        if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] == 0:
             raise ValueError("loop points must be finite (x, y) pairs")
+        after_time = finite_scalar("after_time", after_time)
+        if frames_added is not None:
+            frames_added = positive_int("frames_added", frames_added, minimum=0)
+            if frames_added > MAX_FRAMES:
+                raise ValueError(f"frames_added is {frames_added}: a pose space plays at most {MAX_FRAMES} frames")
         frames = self.frames
         if not frames[0] < after_time < frames[-1]:
             raise ValueError(f"the loop must start inside the sequence ({frames[0]:g}..{frames[-1]:g})")
@@ -457,6 +475,30 @@ def is_static(z: ArrayLike, span: float = STATIC_SPAN) -> bool:
     return moved <= span * max(size, 1e-300)
 
 
+# Frames a pose space plays at most (a re-timing, sketch or loop that asks for more is refused:
+# every frame is evaluated and, in Blender, keyed).
+MAX_FRAMES = 1_000_000
+
+
+def _point(name: str, xy: ArrayLike) -> np.ndarray:
+    """A finite pose-space point (x, y), or ValueError naming ``name``."""
+    p = finite_array(name, xy, min_length=None, max_abs=MAX_MAGNITUDE).reshape(-1)
+    if p.shape != (2,):
+        raise ValueError(f"{name} must be a point (x, y), got {p.size} number(s)")
+    return p
+
+
+def _checked_pins(pins: Mapping[int, ArrayLike], n: int) -> dict[int, np.ndarray]:
+    """Pins as {frame index: finite (x, y)}, each index within 0..n-1."""
+    out = {}
+    for i, v in dict(pins).items():
+        index = positive_int("pins", i, minimum=0)
+        if index >= n:
+            raise ValueError(f"pins: frame index {index} is out of range 0..{n - 1}")
+        out[index] = _point(f"pins[{index}]", v)
+    return out
+
+
 def build_pose_space(
     z: np.ndarray,
     *,
@@ -513,6 +555,18 @@ def build_pose_space(
     """
     z = _frames_matrix(z)
     n, d = z.shape
+    row_size = positive_int("row_size", row_size, minimum=1)
+    m = None if m is None else positive_int("m", m, minimum=1)
+    l = None if l is None else positive_int("l", l, minimum=1)  # noqa: E741
+    k = None if k is None else positive_int("k", k, minimum=1)
+    tolerance = None if tolerance is None else positive("tolerance", tolerance)
+    pins = None if pins is None else _checked_pins(pins, n)
+    if frames is not None:
+        frames = finite_array("frames", frames, ndim=1, min_length=None, max_abs=MAX_MAGNITUDE)
+        if frames.shape != (n,):
+            raise ValueError(f"frames has shape {frames.shape}, expected ({n},) (one per row of z)")
+        if np.any(np.diff(frames) <= 0):
+            raise ValueError("frames must be strictly increasing")
     rows = max(1, d // max(1, row_size))
     if shape is None:
         if m is None and tolerance is None:
@@ -572,5 +626,7 @@ def build_pose_space(
                 k_use = cand
                 break
     time = fit_time_signal(positions, k_use, frames_arr)
+    finite_result("the pose-space layout", positions)
+    finite_result("the time signal", time.control)
     fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}
     return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size, l_use, frames_arr)

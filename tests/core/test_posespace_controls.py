@@ -185,12 +185,14 @@ def test_resample_times_range_plays_a_part_at_another_speed():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mode": "FAST"}, "Unknown resample mode"),
-        ({"mode": "SPEED", "speed": 0.0}, "speed factor"),
-        ({"mode": "SPEED", "speed": float("nan")}, "speed factor"),
+        ({"mode": "FAST"}, "mode must be one of"),
+        ({"mode": "SPEED", "speed": 0.0}, "speed must be positive"),
+        ({"mode": "SPEED", "speed": float("nan")}, "speed must be finite"),
+        ({"mode": "SPEED", "speed": 1e-300}, "more than 1000000 frames"),
+        ({"mode": "FRAME_COUNT", "frame_count": 10**9}, "at most 1000000 frames"),
         ({"mode": "SPEED", "speed": 100.0}, "leaves 1 frame"),
         ({"mode": "FRAME_COUNT", "frame_count": 1}, "at least 2"),
-        ({"mode": "FRAME_RATE", "fps_from": 0.0}, "Frame rates"),
+        ({"mode": "FRAME_RATE", "fps_from": 0.0}, "fps_from must be positive"),
         ({"mode": "RANGE", "range_start": 5.0, "range_end": 5.0}, "not be empty"),
         ({"mode": "RANGE", "range_start": 0.0, "range_end": 5.0}, "inside the frames"),
     ],
