@@ -66,6 +66,13 @@ class Transaction:
                 value = value.copy()  # arrays, dicts, lists: a snapshot, not a live reference
             self._undo.append(functools.partial(setattr, owner, name, value))
 
+    def keep_fields(self, owner: Any) -> None:
+        """Restore every editable plain property of a PropertyGroup (``owner``: a tool's stored
+        result or settings; pointers and collections not included) on rollback."""
+        self.keep(owner, *[p.identifier for p in owner.bl_rna.properties
+                           if not p.is_readonly and p.identifier != "rna_type"
+                           and p.type not in {"POINTER", "COLLECTION"}])
+
     def keep_item(self, owner: Any, key: str) -> None:
         """Restore the custom property ``owner[key]`` on rollback (deleted again if it was absent)."""
         value = owner.get(key, _MISSING)
@@ -170,14 +177,16 @@ def transaction() -> Iterator[Transaction]:
 
 
 def transactional(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Decorator for an operator's ``execute(self, context)`` (or any method): run it as a
-    :func:`transaction`; when it returns ``{'CANCELLED'}`` the transaction is rolled back too, so a
-    refusal reported by the method itself leaves nothing behind either."""
+    """Decorator for an operator's ``execute(self, context)`` (or any ``(self, context, ...)``
+    method): run it as a :func:`transaction`; when it returns ``{'CANCELLED'}`` the transaction is
+    rolled back too, so a refusal reported by the method itself leaves nothing behind either."""
 
+    # (self, context) spelled out: Blender refuses to register an execute whose code object does
+    # not take exactly two positional arguments
     @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Any, context: Any, *args: Any, **kwargs: Any) -> Any:
         with transaction() as tx:
-            result = method(*args, **kwargs)
+            result = method(self, context, *args, **kwargs)
             if isinstance(result, set) and "CANCELLED" in result:
                 tx.rollback_and_log()
             return result
