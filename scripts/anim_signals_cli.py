@@ -35,8 +35,13 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
                          [--frames START END] [--pc2 OUT.pc2] [--out OUT.blend]
 
 Every command enables the extension and calls its operators (``bpy.ops.anim_signals.*``, the ones the
-UI uses); ``cli/common.py`` holds what they share. Exit codes: 0 success, 1 an operator failed, 2 bad
-input or arguments.
+UI uses); ``cli/common.py`` holds what they share. Every option value, input file and output path is
+checked before Blender loads anything (``cli/values.py``, ``cli/inputs.py``, ``cli/outputs.py``), and
+outputs are written under a temporary name and renamed at the end.
+
+Exit codes (``cli/errors.py``, the same for every command): 0 success; 2 the command line or a file it
+names is unusable -- refused before any work, nothing written; 1 the work itself failed (the operator's
+message is printed). An error is one ``error: ...`` line, no traceback (``ANIM_SIGNALS_DEBUG=1`` shows it).
 """
 
 from __future__ import annotations
@@ -44,10 +49,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # blender --python: scripts/ is not on the path
 from cli import fit_spline, loop_blend_compare, motion_db, pose_space, transfer  # noqa: E402
-from cli.common import CliError  # noqa: E402
+from cli.common import debugging  # noqa: E402
+from cli.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_UNUSABLE, CliError  # noqa: E402
 
 COMMANDS = [*fit_spline.PARSERS, *loop_blend_compare.PARSERS, *pose_space.PARSERS, *motion_db.PARSERS,
             *transfer.PARSERS]
@@ -57,7 +64,8 @@ def build_parser():
     ap = argparse.ArgumentParser(
         prog="anim_signals_cli.py",
         description="Anim Signals headless tools (blender --background --python ... -- <command>, "
-                    "or a python with the bpy module).")
+                    "or a python with the bpy module).",
+        epilog=EXIT_CODES_HELP)
     sub = ap.add_subparsers(dest="command", metavar="command")
     sub.required = True
     for add in COMMANDS:
@@ -74,7 +82,11 @@ def script_args(argv=None):
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(script_args(argv))
+    """Run one command; returns its exit code (see ``cli/errors.py``). ``argv`` as ``sys.argv``."""
+    try:
+        args = build_parser().parse_args(script_args(argv))
+    except SystemExit as ex:  # --help (0), or a usage error argparse has printed (2)
+        return ex.code if isinstance(ex.code, int) else EXIT_UNUSABLE
     if getattr(args, "input", None):
         args.input = os.path.abspath(args.input)
     if getattr(args, "inputs", None):
@@ -84,6 +96,16 @@ def main(argv=None) -> int:
     except CliError as ex:
         print(f"error: {ex}", file=sys.stderr)
         return ex.code
+    except Exception as ex:  # a bug, or an error no check foresaw: one line unless debugging
+        if isinstance(ex, ModuleNotFoundError) and ex.name == "bpy":
+            print("error: Blender is needed: run with blender --background --python scripts/anim_signals_cli.py "
+                  "-- ..., or a python with the bpy module (the project's .venv)", file=sys.stderr)
+            return EXIT_FAILED
+        if debugging():
+            traceback.print_exc()
+        print(f"error: unexpected {type(ex).__name__}: {ex}"
+              f"{'' if debugging() else ' (ANIM_SIGNALS_DEBUG=1 shows the traceback)'}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -1,75 +1,117 @@
 """What every sub-command of ``anim_signals_cli.py`` shares: errors, input and output files, picking
 objects, enabling the extension, calling an operator, and the arguments several commands take.
 
-Blender is imported lazily (through ``_blender_env``), so argument parsing works without it.
+Blender is imported lazily (through ``_blender_env``), so argument parsing and every check of the
+command line, its input files (``inputs``) and its outputs (``outputs``) run before Blender starts.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import _blender_env as be
 
+from .errors import EXIT_CODES_HELP, CliError, failed
+from .inputs import cache_samples, check_file, check_inputs, expand_folders
+from .outputs import written_atomically
 
-class CliError(Exception):
-    """A clear message for the user; exit code 2 (bad input) unless ``code`` says otherwise."""
+__all__ = [  # the helpers the tool modules import from here, with those of errors/inputs/outputs
+    "CliError", "failed", "cache_samples", "check_file", "check_input", "expand_folders", "import_bvh",
+    "open_blend", "import_obj", "load_obj_with_cache", "assigned_action", "load_input", "pick_objects",
+    "default_out", "save", "enable_operators", "extension_module", "run_operator", "for_each_object",
+    "add_command", "add_clip_input", "add_objects_option", "add_out_option", "blender_message",
+    "stderr_kept_back", "debugging",
+]
 
-    def __init__(self, msg, code=2):
-        super().__init__(msg)
-        self.code = code
+CLIP_EXTS = (".bvh", ".blend")
+
+
+def debugging() -> bool:
+    """ANIM_SIGNALS_DEBUG=1: show tracebacks and Blender's own error output too."""
+    return os.environ.get("ANIM_SIGNALS_DEBUG", "") not in ("", "0")
+
+
+# --------------------------------------------------------------------------------------------------
+# Blender's own error output
+
+
+@contextmanager
+def stderr_kept_back() -> Iterator[None]:
+    """Blender prints an operator's Python traceback to stderr itself before raising: inside the block
+    stderr (file descriptor 2) goes to a temporary file, written out when the block succeeds and dropped
+    when it raises -- the caller turns the exception into one message (ANIM_SIGNALS_DEBUG keeps it)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no file descriptor 2 to redirect
+        yield
+        return
+    ok = False
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+            ok = True
+        finally:
+            try:
+                sys.stderr.flush()
+            except ValueError:
+                pass
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            text = held.read()
+            if text and (ok or debugging()):
+                os.write(2, text)
+
+
+def blender_message(ex: BaseException) -> str:
+    """An error raised through ``bpy.ops`` as one line: the operator's report, or the last line of the
+    Python traceback Blender wraps in it (``IndexError: list index out of range``)."""
+    text = str(ex).strip()
+    for prefix in ("Error: ", "Python: "):
+        if text.startswith(prefix):
+            text = text[len(prefix):].strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [ln.strip() for ln in text.splitlines()
+                 if ln.strip() and not ln.startswith((" ", "\t")) and not ln.startswith(("Location:", "Traceback"))]
+        text = lines[-1] if lines else "an unexpected error"
+    return " ".join(text.split("\n")).strip() or type(ex).__name__
 
 
 # --------------------------------------------------------------------------------------------------
 # input files
 
 
-def check_file(path: str, exts: Sequence[str]) -> str:
-    """The extension (lower case) of ``path``; CliError unless it is an existing file with one of ``exts``."""
-    if not os.path.isfile(path):
-        raise CliError(f"no such file: {path}")
-    ext = os.path.splitext(path)[1].lower()
-    if ext not in exts:
-        kinds = " or ".join(exts) if len(exts) < 3 else f"{', '.join(exts[:-1])}, or {exts[-1]}"
-        raise CliError(f"unsupported input {path!r}: expected a {kinds} file")
+def check_input(path: str, exts: Sequence[str] = CLIP_EXTS, **kwargs) -> str:
+    """``path``'s extension after checking the file is there, has one of ``exts`` and is well formed
+    (``inputs.check_inputs``: a BVH walked as Blender's importer reads it, a .blend's header ...)."""
+    ext = check_file(path, exts)
+    check_inputs([path], **kwargs)
     return ext
 
 
-def expand_folders(paths: Iterable[str], exts: Sequence[str]) -> list[str]:
-    """Absolute paths; a folder stands for its files with one of the extensions ``exts`` (sorted).
-
-    Files are returned as given (any extension: the caller sorts them out), duplicates included.
-    """
-    out: list[str] = []
-    for p in paths:
-        p = os.path.abspath(p)
-        if os.path.isdir(p):
-            found = sorted(os.path.join(p, f) for f in os.listdir(p) if f.lower().endswith(tuple(exts)))
-            if not found:
-                raise CliError(f"no {' or '.join(exts)} files in the folder {p}")
-            out += found
-        elif os.path.isfile(p):
-            out.append(p)
-        else:
-            raise CliError(f"no such file or folder: {p}")
-    return out
-
-
 def import_bvh(path: str):
-    """Blender's BVH importer into the current scene; returns the new armature object."""
+    """Blender's BVH importer into the current scene (the file checked by ``check_input`` first);
+    returns the new armature object. An importer error is one CliError line (exit code 2)."""
     try:
-        return be.import_bvh(path)
+        with stderr_kept_back():
+            return be.import_bvh(path)
     except Exception as ex:
-        raise CliError(f"could not import BVH {path}: {ex}") from ex
+        raise CliError(f"could not import BVH {path}: {blender_message(ex)}") from ex
 
 
 def open_blend(path: str) -> None:
     bpy = be.import_bpy()
     try:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
+        with stderr_kept_back():
+            bpy.ops.wm.open_mainfile(filepath=os.path.abspath(path), load_ui=False)
     except Exception as ex:
-        raise CliError(f"could not open {path}: {ex}") from ex
+        raise CliError(f"could not open {path}: {blender_message(ex)}") from ex
 
 
 def import_obj(path: str):
@@ -82,26 +124,14 @@ def import_obj(path: str):
     check_file(path, (".obj",))
     before = set(bpy.data.objects)
     try:
-        bpy.ops.wm.obj_import(filepath=os.path.abspath(path), use_split_objects=False, use_split_groups=False)
+        with stderr_kept_back():
+            bpy.ops.wm.obj_import(filepath=os.path.abspath(path), use_split_objects=False, use_split_groups=False)
     except Exception as ex:
-        raise CliError(f"could not import OBJ {path}: {ex}") from ex
+        raise CliError(f"could not import OBJ {path}: {blender_message(ex)}") from ex
     meshes = [o for o in bpy.data.objects if o not in before and o.type == "MESH"]
     if not meshes:
         raise CliError(f"{path}: no mesh imported")
     return meshes[0]
-
-
-def cache_samples(path: str) -> tuple[int, int]:
-    """(samples, vertices) of a PC2 or MDD point cache; CliError when it is missing or unreadable."""
-    ext = check_file(path, (".pc2", ".mdd"))
-    be.add_core_to_path()
-    from anim_signals.meshio.meshcache import read_mdd, read_pc2  # noqa: PLC0415 - the checkout's core
-
-    try:
-        samples = read_pc2(path)[0] if ext == ".pc2" else read_mdd(path)[0]
-    except (OSError, ValueError) as ex:
-        raise CliError(f"cannot read the point cache {path}: {ex}") from ex
-    return int(samples.shape[0]), int(samples.shape[1])
 
 
 def load_obj_with_cache(path: str, cache: str, frame_start: float = 0.0):
@@ -133,7 +163,7 @@ def assigned_action(ob):
 def load_input(path: str):
     """Import a BVH (into an empty scene) or open a .blend; returns the objects with an action."""
     bpy = be.import_bpy()
-    if check_file(path, (".bvh", ".blend")) == ".bvh":
+    if check_file(path, CLIP_EXTS) == ".bvh":
         be.clear_scene()
         import_bvh(path)
     else:
@@ -165,15 +195,19 @@ def default_out(path: str, suffix: str) -> str:
 
 
 def save(out: str) -> str:
-    """Save the open file as ``out`` (a .blend; folders created); returns its absolute path."""
+    """Save a copy of the open file as ``out`` (checked by ``outputs.check_output_file`` before the work;
+    written under a temporary name, then renamed; folders made); returns its absolute path. A failed
+    save is CliError code 1 and leaves nothing behind."""
     bpy = be.import_bpy()
     out = os.path.abspath(out)
     if not out.lower().endswith(".blend"):
         raise CliError(f"--out must be a .blend file: {out}")
-    folder = os.path.dirname(out)
-    if folder and not os.path.isdir(folder):
-        os.makedirs(folder, exist_ok=True)
-    bpy.ops.wm.save_as_mainfile(filepath=out, check_existing=False)
+    try:
+        with written_atomically(out) as temporary, stderr_kept_back():
+            # relative paths (//...) are remapped to the temporary name's folder: the same as out's
+            bpy.ops.wm.save_as_mainfile(filepath=temporary, check_existing=False, copy=True, relative_remap=True)
+    except (RuntimeError, OSError) as ex:
+        raise failed(f"could not save {out}: {blender_message(ex)}") from ex
     return out
 
 
@@ -184,20 +218,21 @@ def save(out: str) -> str:
 def enable_operators(*ops: str) -> None:
     """Enable the extension and check it has the operators ``bpy.ops.anim_signals.<op>`` a command calls."""
     try:
-        be.enable_extension()
+        with stderr_kept_back():
+            be.enable_extension()
     except Exception as ex:
-        raise CliError(f"could not enable the Anim Signals extension: {ex}", code=1) from ex
+        raise failed(f"could not enable the Anim Signals extension: {blender_message(ex)}") from ex
     bpy = be.import_bpy()
     for op in ops:
         if op not in dir(bpy.ops.anim_signals):
-            raise CliError(f"this version of the extension has no bpy.ops.anim_signals.{op}", code=1)
+            raise failed(f"this version of the extension has no bpy.ops.anim_signals.{op}")
 
 
 def extension_module(name: str):
     """The enabled extension's module ``<package>.<name>`` (e.g. ``operators.pose_space``)."""
     found = next((m for n, m in sys.modules.items() if n.endswith("." + name)), None)
     if found is None:
-        raise CliError(f"the extension's module {name} is not loaded", code=1)
+        raise failed(f"the extension's module {name} is not loaded")
     return found
 
 
@@ -205,17 +240,16 @@ def run_operator(op, label: str, ob=None, **params):
     """Call ``op(**params)`` (with ``ob`` active when given); an error or CANCELLED is CliError code 1."""
     bpy = be.import_bpy()
     try:
-        if ob is not None:
-            with bpy.context.temp_override(**be.object_override(ob)):
+        with stderr_kept_back():
+            if ob is not None:
+                with bpy.context.temp_override(**be.object_override(ob)):
+                    res = op(**params)
+            else:
                 res = op(**params)
-        else:
-            res = op(**params)
-    except RuntimeError as ex:  # the operator reported an error
-        msg = str(ex).strip()
-        msg = msg[len("Error: "):] if msg.startswith("Error: ") else msg
-        raise CliError(f"{label}: {msg}", code=1) from ex
+    except (RuntimeError, ValueError, TypeError) as ex:  # a report, an exception inside, or a bad property
+        raise failed(f"{label}: {blender_message(ex)}") from ex
     if 'FINISHED' not in res:
-        raise CliError(f"{label}: the operator returned {sorted(res)}", code=1)
+        raise failed(f"{label}: the operator returned {sorted(res)}")
     return res
 
 
@@ -242,7 +276,7 @@ def for_each_object(objects, work: Callable[[object], None], verb: str = "") -> 
 
 def add_command(sub, name: str, func, summary: str, description: str):
     """A sub-command parser that runs ``func(args)`` (``summary``: its line in the command list)."""
-    p = sub.add_parser(name, help=summary, description=description)
+    p = sub.add_parser(name, help=summary, description=description, epilog=EXIT_CODES_HELP)
     p.set_defaults(func=func)
     return p
 

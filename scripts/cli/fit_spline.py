@@ -17,6 +17,7 @@ from .common import (
     add_command,
     add_objects_option,
     add_out_option,
+    check_input,
     default_out,
     enable_operators,
     for_each_object,
@@ -25,6 +26,8 @@ from .common import (
     run_operator,
     save,
 )
+from .outputs import check_output_file
+from .values import float_range, non_negative_int
 
 
 def fit_object(ob, args) -> dict:
@@ -71,13 +74,15 @@ def summary_line(s: dict) -> str:
 
 
 def cmd_fit(args) -> int:
+    out = check_output_file(args.out or default_out(args.input, "_fitted"), "--out")
+    check_input(args.input)
     objects = pick_objects(load_input(args.input), args.objects, where=args.input)
     if not objects:
         raise CliError(f"{args.input}: no object has an action to fit")
     enable_operators("fit_latent_spline")
     failures = for_each_object(objects, lambda ob: print(summary_line(fit_object(ob, args)), flush=True),
                                verb="fitting")
-    print(f"saved {save(args.out or default_out(args.input, '_fitted'))}")
+    print(f"saved {save(out)}")
     return 1 if failures else 0
 
 
@@ -85,13 +90,17 @@ def add_fit_parser(sub) -> None:
     p = add_command(sub, "fit", cmd_fit, "fit dense animation to a few exact Bezier keys (latent B-spline)",
                     "Fit every animated object's action with bpy.ops.anim_signals.fit_latent_spline.")
     add_clip_input(p)
-    p.add_argument("--max-error-rotation", type=float, default=0.5, help="degrees (default 0.5)")
-    p.add_argument("--max-error-location", type=float, default=0.01, help="scene units (default 0.01)")
-    p.add_argument("--max-error-other", type=float, default=0.01, help="other channels (default 0.01)")
+    # the operator's own minimums: a smaller value would be clamped to them silently
+    p.add_argument("--max-error-rotation", type=float_range(1e-4), default=0.5, help="degrees, at least 1e-4 (default 0.5)")
+    p.add_argument("--max-error-location", type=float_range(1e-6), default=0.01,
+                   help="scene units, at least 1e-6 (default 0.01)")
+    p.add_argument("--max-error-other", type=float_range(1e-6), default=0.01,
+                   help="other channels, at least 1e-6 (default 0.01)")
     p.add_argument("--mode", default="AUTO", choices=("AUTO", "LATENT", "PER_CHANNEL"))
-    p.add_argument("--internal-knots", type=int, default=0, help="0 = automatic (fewest meeting the tolerance)")
+    p.add_argument("--internal-knots", type=non_negative_int, default=0,
+                   help="0 = automatic (fewest meeting the tolerance)")
     p.add_argument("--snap-to-frames", action="store_true", help="keys on whole frames")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=non_negative_int, default=0)
     add_objects_option(p)
     p.add_argument("--replace", action="store_true", help="do not keep the original action")
     add_out_option(p, "<input name>_fitted.blend here")

@@ -26,9 +26,11 @@ from .common import (
     add_out_option,
     assigned_action,
     check_file,
+    check_input,
     default_out,
     enable_operators,
     expand_folders,
+    failed,
     for_each_object,
     import_bvh,
     load_input,
@@ -37,6 +39,13 @@ from .common import (
     run_operator,
     save,
 )
+from .inputs import check_inputs
+from .outputs import check_output_dir, check_output_file, write_text, written_atomically
+from .values import frame_number, int_range, non_negative_int, positive_int, unit_interval
+
+# the operator's minimum samples per clip (operators/loop_blend_compare/clips.py MIN_FRAMES, not importable
+# without Blender): fewer would be clamped to it silently
+MIN_COMPARE_SAMPLES = 4
 
 # --------------------------------------------------------------------------------------------------
 # loop
@@ -53,6 +62,8 @@ def loop_params(args) -> dict:
         raise CliError(f"--end ({args.end}) must come after --start ({args.start})")
     if (args.min_period or args.max_period) and not args.auto:
         raise CliError("--min-period / --max-period only apply with --auto")
+    if args.min_period and args.max_period and args.max_period < args.min_period:
+        raise CliError(f"--max-period ({args.max_period}) must not be shorter than --min-period ({args.min_period})")
     params = dict(range_mode='AUTO' if args.auto else ('CUSTOM' if custom else 'ACTION'),
                   add_cycles=not args.no_cycles, keep_original=not args.replace,
                   travel='NONE' if args.in_place else 'AUTO', velocity_window=args.velocity_window)
@@ -77,6 +88,8 @@ def loop_summary(r) -> str:
 
 def cmd_loop(args) -> int:
     params = loop_params(args)
+    out = check_output_file(args.out or default_out(args.input, "_loop"), "--out")
+    check_input(args.input)
     objects = pick_objects(load_input(args.input), args.objects, where=args.input)
     if not objects:
         raise CliError(f"{args.input}: no object has an action to loop")
@@ -90,7 +103,7 @@ def cmd_loop(args) -> int:
         print(loop_summary(bpy.context.scene.anim_signals.last_loop), flush=True)
 
     failures = for_each_object(objects, loop_object, verb="looping")
-    print(f"saved {save(args.out or default_out(args.input, '_loop'))}")
+    print(f"saved {save(out)}")
     return 1 if failures else 0
 
 
@@ -102,14 +115,9 @@ def blend_weights(args) -> dict:
     """blend_actions' weight / count arguments (CliError on misuse)."""
     if args.count is not None and args.weight is not None:
         raise CliError("--weight and --count exclude each other")
-    if args.count is not None:
-        if args.count < 1:
-            raise CliError(f"--count must be at least 1, got {args.count}")
+    if args.count is not None:  # the argument types keep count >= 1 and weight in [0, 1]
         return dict(weight=0.5, count=int(args.count))
-    w = 0.5 if args.weight is None else float(args.weight)
-    if not 0.0 <= w <= 1.0:
-        raise CliError(f"--weight must be between 0 and 1, got {w}")
-    return dict(weight=w, count=0)
+    return dict(weight=0.5 if args.weight is None else float(args.weight), count=0)
 
 
 def append_actions(path: str, name: str | None):
@@ -133,17 +141,33 @@ def append_actions(path: str, name: str | None):
     return act
 
 
-def blend_inputs(args):
-    """(object playing A or None, action A, action B) from the one or two input files."""
-    bpy = be.import_bpy()
+def blend_out(args) -> str:
+    """The output .blend: --out, or ``<A>_<B>_blend.blend`` here (B: the second file, or --action-b)."""
+    if args.out:
+        return args.out
+    paths = args.inputs
+    stem_a = os.path.splitext(os.path.basename(paths[0]))[0]
+    stem_b = os.path.splitext(os.path.basename(paths[-1]))[0] if len(paths) == 2 else args.action_b
+    return os.path.abspath(f"{stem_a}_{stem_b}_blend.blend")
+
+
+def check_blend_inputs(args) -> None:
+    """The one or two input files (exist, well formed) and how they name the actions; CliError on misuse."""
     paths = args.inputs
     if len(paths) > 2:
         raise CliError(f"blend takes one or two input files, got {len(paths)}")
     for p in paths:
         check_file(p, (".bvh", ".blend"))
-    first = paths[0]
-    if len(paths) == 1 and (not first.lower().endswith(".blend") or not (args.action_a and args.action_b)):
+    if len(paths) == 1 and (not paths[0].lower().endswith(".blend") or not (args.action_a and args.action_b)):
         raise CliError("with one input, give a .blend and both --action-a and --action-b")
+    check_inputs(paths)
+
+
+def blend_inputs(args):
+    """(object playing A or None, action A, action B) from the one or two input files."""
+    bpy = be.import_bpy()
+    paths = args.inputs
+    first = paths[0]
     objects = load_input(first)  # clears the scene for a BVH, opens a .blend
     if args.action_a:
         act_a = bpy.data.actions.get(args.action_a)
@@ -174,8 +198,10 @@ def blend_inputs(args):
 
 
 def cmd_blend(args) -> int:
-    bpy = be.import_bpy()
     weights = blend_weights(args)
+    check_blend_inputs(args)
+    out = check_output_file(blend_out(args), "--out")
+    bpy = be.import_bpy()
     ob_a, act_a, act_b = blend_inputs(args)
     enable_operators("blend_actions")
     before = set(bpy.data.actions)
@@ -190,10 +216,7 @@ def cmd_blend(args) -> int:
           f"{f'; assigned to {r.assigned_to!r}' if r.assigned_to else ''}"
           f"{f'; {left_out} channel(s) not in both, left out' if left_out else ''}"
           f"; {r.seconds:.2f} s", flush=True)
-    paths = args.inputs
-    stem_a = os.path.splitext(os.path.basename(paths[0]))[0]
-    stem_b = os.path.splitext(os.path.basename(paths[-1]))[0] if len(paths) == 2 else act_b.name
-    print(f"saved {save(args.out or os.path.abspath(f'{stem_a}_{stem_b}_blend.blend'))}")
+    print(f"saved {save(out)}")
     return 0
 
 
@@ -256,10 +279,9 @@ def compare_report(names, files, matrix, labels, meta) -> tuple[dict, str]:
     return payload, "\n".join(md) + "\n"
 
 
-def compare_clips(args) -> tuple[list[str], list[str]]:
+def compare_clips(args, bvhs: list[str], blend: str | None) -> tuple[list[str], list[str]]:
     """Load the clips to compare into one scene; returns (action names, the file each came from)."""
     bpy = be.import_bpy()
-    bvhs, blend = compare_inputs(args.inputs)
     names: list[str] = []
     files: list[str] = []
     if blend is not None:
@@ -271,8 +293,6 @@ def compare_clips(args) -> tuple[list[str], list[str]]:
         names += wanted or [a.name for a in bpy.data.actions if be.action_fcurves_any(a)]
         files += [blend] * len(names)
     else:
-        if args.actions:
-            raise CliError("--actions names actions of a .blend input")
         be.clear_scene()
     for path in bvhs:
         act = assigned_action(import_bvh(path))
@@ -299,39 +319,56 @@ def full_distance_matrix(names: list[str]):
     return matrix
 
 
+COMPARE_FILES = ("distances.json", "compare.md", "dendrogram.png")
+
+
+def check_compare_outputs(args) -> tuple[str, str]:
+    """(--out-dir, --save) checked: a writable folder (its three files writable too) and a .blend."""
+    out_dir = check_output_dir(args.out_dir, "--out-dir")
+    for name in COMPARE_FILES:
+        check_output_file(os.path.join(out_dir, name), "--out-dir", (os.path.splitext(name)[1],))
+    return out_dir, check_output_file(args.save, "--save") if args.save else ""
+
+
 def cmd_compare(args) -> int:
+    bvhs, blend = compare_inputs(args.inputs)
+    if blend is None:
+        if args.actions:
+            raise CliError("--actions names actions of a .blend input")
+        if len(bvhs) < 2:
+            raise CliError(f"need at least 2 clips to compare, got {len(bvhs)}")
+    check_inputs(bvhs + ([blend] if blend else []))
+    out_dir, save_to = check_compare_outputs(args)
     bpy = be.import_bpy()
-    if args.clusters < 0:
-        raise CliError(f"--clusters must be 0 (automatic) or more, got {args.clusters}")
-    names, files = compare_clips(args)
+    names, files = compare_clips(args, bvhs, blend)
     enable_operators("compare_actions")
-    out_dir = os.path.abspath(args.out_dir)
-    os.makedirs(out_dir, exist_ok=True)
     image = os.path.join(out_dir, "dendrogram.png")
     print(f"comparing {len(names)} clips ({args.features.lower()}, {args.metric.lower()}) ...", flush=True)
     t0 = time.perf_counter()
-    run_operator(bpy.ops.anim_signals.compare_actions, "compare", None, actions=",".join(names),
-                 features=args.features, metric=args.metric, n_clusters=args.clusters, image_path=image,
-                 cyclic=not args.open, n_samples=args.samples)
-    seconds = time.perf_counter() - t0
-    labels = [int(bpy.data.actions[n].get("anim_signals_cluster", 0)) for n in names]
-    matrix = full_distance_matrix(names)
-    meta = dict(features=args.features, metric=args.metric, cyclic=not args.open, n_samples=args.samples,
-                n_clusters=len(set(labels)), seconds=seconds,
-                dendrogram=image if os.path.isfile(image) else None)
-    payload, md = compare_report(names, files, matrix, labels, meta)
-    with open(os.path.join(out_dir, "distances.json"), "w") as fh:
-        json.dump(payload, fh, indent=1)
-    with open(os.path.join(out_dir, "compare.md"), "w") as fh:
-        fh.write(md)
+    with written_atomically(image) as image_partial:  # the operator writes the PNG; renamed when all went well
+        run_operator(bpy.ops.anim_signals.compare_actions, "compare", None, actions=",".join(names),
+                     features=args.features, metric=args.metric, n_clusters=args.clusters,
+                     image_path=image_partial, cyclic=not args.open, n_samples=args.samples)
+        seconds = time.perf_counter() - t0
+        labels = [int(bpy.data.actions[n].get("anim_signals_cluster", 0)) for n in names]
+        matrix = full_distance_matrix(names)
+        meta = dict(features=args.features, metric=args.metric, cyclic=not args.open, n_samples=args.samples,
+                    n_clusters=len(set(labels)), seconds=seconds,
+                    dendrogram=image if os.path.isfile(image_partial) else None)
+        payload, md = compare_report(names, files, matrix, labels, meta)
+        try:
+            write_text(os.path.join(out_dir, "distances.json"), json.dumps(payload, indent=1))
+            write_text(os.path.join(out_dir, "compare.md"), md)
+        except OSError as ex:
+            raise failed(f"could not write to {out_dir}: {ex}") from ex
     for c, members in sorted(clusters_of(names, labels).items()):
         print(f"  cluster {c}: {', '.join(members)}")
     if matrix is None:
         print("note: the distance matrix could not be read from the extension (clusters only)", file=sys.stderr)
     print(f"  {seconds:.2f} s; wrote {os.path.join(out_dir, 'compare.md')}, distances.json"
           f"{', dendrogram.png' if meta['dendrogram'] else ''}")
-    if args.save:
-        print(f"saved {save(args.save)}")
+    if save_to:
+        print(f"saved {save(save_to)}")
     return 0
 
 
@@ -343,12 +380,15 @@ def add_loop_parser(sub) -> None:
     p = add_command(sub, "loop", cmd_loop, "make animation loop seamlessly (closed-curve projection, Eslitzbichler)",
                     "Loop every animated object's action with bpy.ops.anim_signals.make_cyclic.")
     add_clip_input(p)
-    p.add_argument("--start", type=int, default=None, help="first frame of the cycle (with --end)")
-    p.add_argument("--end", type=int, default=None, help="last frame of the cycle: it gets the first frame's pose")
+    p.add_argument("--start", type=frame_number, default=None, help="first frame of the cycle (with --end)")
+    p.add_argument("--end", type=frame_number, default=None,
+                   help="last frame of the cycle: it gets the first frame's pose")
     p.add_argument("--auto", action="store_true", help="find the best cycle inside the clip and loop that")
-    p.add_argument("--min-period", type=int, default=0, help="--auto: shortest cycle in frames (0 = automatic)")
-    p.add_argument("--max-period", type=int, default=0, help="--auto: longest cycle in frames (0 = automatic)")
-    p.add_argument("--velocity-window", type=int, default=0,
+    p.add_argument("--min-period", type=non_negative_int, default=0,
+                   help="--auto: shortest cycle in frames (0 = automatic)")
+    p.add_argument("--max-period", type=non_negative_int, default=0,
+                   help="--auto: longest cycle in frames (0 = automatic)")
+    p.add_argument("--velocity-window", type=non_negative_int, default=0,
                    help="frames at each end over which the velocity is matched (0 = automatic)")
     p.add_argument("--in-place", action="store_true",
                    help="the root returns to its start too (default: it keeps travelling, Cycles with offset)")
@@ -365,8 +405,8 @@ def add_blend_parser(sub) -> None:
     p.add_argument("inputs", nargs="+", metavar="A|B", help="two .bvh / .blend files, or one .blend")
     p.add_argument("--action-a", default="", help="action A in the first .blend (default: its animated object's)")
     p.add_argument("--action-b", default="", help="action B in the second (or the only) .blend")
-    p.add_argument("--weight", type=float, default=None, help="0 = A, 1 = B (default 0.5)")
-    p.add_argument("--count", type=int, default=None, help="make N evenly spaced in-betweens instead of one")
+    p.add_argument("--weight", type=unit_interval, default=None, help="0 = A, 1 = B (default 0.5)")
+    p.add_argument("--count", type=positive_int, default=None, help="make N evenly spaced in-betweens instead of one")
     p.add_argument("--cyclic", default="AUTO", choices=("AUTO", "OPEN", "CLOSED"),
                    help="blend as open clips or as cycles (AUTO: cycles when both clips nearly close)")
     p.add_argument("--no-align", action="store_true", help="do not time-warp B onto A first")
@@ -383,9 +423,11 @@ def add_compare_parser(sub) -> None:
     p.add_argument("--features", default="CHANNELS", choices=("CHANNELS", "BODY"),
                    help="rotation channels by name (one skeleton) or body features (any humanoid rigs)")
     p.add_argument("--metric", default="ELASTIC", choices=("ELASTIC", "LINEAR"))
-    p.add_argument("--clusters", type=int, default=0, help="number of clusters (0 = automatic: best silhouette, 2-10)")
+    p.add_argument("--clusters", type=non_negative_int, default=0,
+                   help="number of clusters (0 = automatic: best silhouette, 2-10)")
     p.add_argument("--open", action="store_true", help="compare as open clips (default: as cycles, as the seed)")
-    p.add_argument("--samples", type=int, default=100, help="samples per clip (default 100)")
+    p.add_argument("--samples", type=int_range(MIN_COMPARE_SAMPLES), default=100,
+                   help=f"samples per clip, at least {MIN_COMPARE_SAMPLES} (default 100)")
     p.add_argument("--out-dir", default="anim_signals_compare", help="output folder (default ./anim_signals_compare)")
     p.add_argument("--save", default="", help="also save the scene (cluster labels on the actions) to this .blend")
 

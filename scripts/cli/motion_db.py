@@ -17,7 +17,7 @@ from .common import (
     CliError,
     add_command,
     add_out_option,
-    check_file,
+    check_input,
     enable_operators,
     expand_folders,
     import_bvh,
@@ -25,6 +25,11 @@ from .common import (
     run_operator,
     save,
 )
+from .inputs import check_inputs
+from .outputs import check_output_file
+from .values import int_range, positive_int
+
+MAX_SCENE_FPS = 32767  # Blender's scene frame rate (RenderSettings.fps) is an int in 1..32767
 
 DB_OPERATORS = ("import_live_link_csv", "build_motion_database", "reconstruct_motion")
 
@@ -69,8 +74,10 @@ def import_csv_take(path: str, target=None):
 
 
 def cmd_db_build(args) -> int:
-    bpy = be.import_bpy()
     csvs, bvhs = db_inputs(args.inputs)
+    out = check_output_file(args.out or os.path.abspath("motion_db.blend"), "--out")
+    check_inputs(csvs + bvhs, csv_fps=args.fps)
+    bpy = be.import_bpy()
     be.clear_scene()
     enable_operators(*DB_OPERATORS)
     scene = bpy.context.scene
@@ -88,21 +95,24 @@ def cmd_db_build(args) -> int:
     run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", ob, kind=kind, actions=",".join(names))
     s = scene.anim_signals.motion_db
     print(f"motion database: {len(s.actions)} clips, {s.n_frames} frames, {s.n_channels} channels ({kind})")
-    print(f"saved {save(args.out or os.path.abspath('motion_db.blend'))}")
+    print(f"saved {save(out)}")
     return 0
 
 
 def cmd_reconstruct(args) -> int:
-    bpy = be.import_bpy()
-    if not args.input.lower().endswith(".blend") or not os.path.isfile(args.input):
+    if not args.input.lower().endswith(".blend"):
         raise CliError(f"{args.input}: expected a .blend saved by db-build")
-    check_file(args.query, (".csv", ".bvh"))
+    check_input(args.input, (".blend",))
+    query = os.path.abspath(args.query)
+    check_input(query, (".csv", ".bvh"))
+    stem = os.path.splitext(os.path.basename(query))[0]
+    out = check_output_file(args.out or os.path.abspath(f"{stem}_reconstructed.blend"), "--out")
+    bpy = be.import_bpy()
     load_input(args.input)
     enable_operators(*DB_OPERATORS)
     s = bpy.context.scene.anim_signals.motion_db
     if not len(s.actions):
         raise CliError(f"{args.input} holds no motion database (run db-build first)")
-    query = os.path.abspath(args.query)
     if query.lower().endswith(".csv"):
         if s.kind != "SHAPE_KEYS":
             raise CliError("the database holds armature clips: give a BVH query")
@@ -116,8 +126,7 @@ def cmd_reconstruct(args) -> int:
                  window=args.window, paths=args.paths)
     print(f"{s.last_action}: {s.last_frames} frames from {s.last_query_channels} channels, "
           f"{s.last_ms:.2f} ms per frame, mean best path {s.last_best_length:.1f} frames")
-    stem = os.path.splitext(os.path.basename(query))[0]
-    print(f"saved {save(args.out or os.path.abspath(f'{stem}_reconstructed.blend'))}")
+    print(f"saved {save(out)}")
     return 0
 
 
@@ -131,7 +140,8 @@ def add_db_build_parser(sub) -> None:
                     "Import the clips (CSV: onto one generated ARKit face; BVH: Blender's importer) "
                     "and run bpy.ops.anim_signals.build_motion_database; saves DB.blend.")
     p.add_argument("inputs", nargs="+", metavar="FOLDER|FILE", help="Live Link Face .csv or .bvh files, or folders of them")
-    p.add_argument("--fps", type=int, default=30, help="scene frame rate the CSV takes are resampled to (default 30)")
+    p.add_argument("--fps", type=int_range(1, MAX_SCENE_FPS), default=30,
+                   help=f"scene frame rate the CSV takes are resampled to, 1-{MAX_SCENE_FPS} (default 30)")
     add_out_option(p, "./motion_db.blend")
 
 
@@ -145,9 +155,9 @@ def add_reconstruct_parser(sub) -> None:
     p.add_argument("--drop-eyes", action="store_true", help="leave the eye channels out of the query")
     p.add_argument("--input-channels", default="", help="comma-separated query channels (default: all)")
     p.add_argument("--output", default="SYNTHESIS", choices=("BEST_PATH", "SYNTHESIS"))
-    p.add_argument("--k", type=int, default=256, help="neighbours per frame (K, default 256)")
-    p.add_argument("--window", type=int, default=32, help="window (T, default 32)")
-    p.add_argument("--paths", type=int, default=50, help="paths blended by the synthesis (I, default 50)")
+    p.add_argument("--k", type=positive_int, default=256, help="neighbours per frame (K, default 256)")
+    p.add_argument("--window", type=positive_int, default=32, help="window (T, default 32)")
+    p.add_argument("--paths", type=positive_int, default=50, help="paths blended by the synthesis (I, default 50)")
     add_out_option(p, "./<query>_reconstructed.blend")
 
 

@@ -20,9 +20,11 @@ from .common import (
     add_objects_option,
     add_out_option,
     check_file,
+    check_input,
     default_out,
     enable_operators,
     extension_module,
+    failed,
     for_each_object,
     load_input,
     load_obj_with_cache,
@@ -30,8 +32,23 @@ from .common import (
     run_operator,
     save,
 )
+from .outputs import check_output_file, written_atomically
+from .values import float_range, frame_number, int_range, non_negative_float, non_negative_int, positive_int
 
 POSE_OPERATORS = ("build_pose_space", "pose_space_resample", "pose_space_bake")
+
+
+def check_pose_input(path: str, cache: str | None) -> str:
+    """The input's extension, after checking it (and its cache) is usable: CliError otherwise."""
+    ext = check_file(path, (".blend", ".bvh", ".obj"))
+    if ext == ".obj" and not cache:
+        raise CliError("an .obj input needs --cache FILE.pc2|.mdd (the vertex animation)")
+    if ext != ".obj" and cache:
+        raise CliError("--cache goes with an .obj input")
+    check_input(path, (ext,))
+    if cache:
+        check_input(os.path.abspath(cache), (".pc2", ".mdd"))
+    return ext
 
 
 def load_pose_input(path: str, cache: str | None):
@@ -40,12 +57,8 @@ def load_pose_input(path: str, cache: str | None):
     bpy = be.import_bpy()
     ext = check_file(path, (".blend", ".bvh", ".obj"))
     if ext == ".obj":
-        if not cache:
-            raise CliError("an .obj input needs --cache FILE.pc2|.mdd (the vertex animation)")
         be.clear_scene()
-        return [load_obj_with_cache(path, cache)[0]]
-    if cache:
-        raise CliError("--cache goes with an .obj input")
+        return [load_obj_with_cache(path, os.path.abspath(cache or ""))[0]]
     if ext == ".bvh":
         return load_input(path)
     load_input(path)
@@ -70,21 +83,37 @@ def write_canvas_png(object_name: str, path: str) -> None:
     bpy = be.import_bpy()
     storage = extension_module("operators.pose_space")
     canvas = extension_module("anim_signals.posespace.canvas")
-    space = storage.load_space(bpy.data.objects[object_name])
-    view = canvas.fit_space_view(space, 900, 600)
     render = extension_module("anim_signals.posespace.render")
-    print(f"wrote {render.render_png(canvas.canvas_geometry(space, view), os.path.abspath(path))}")
+    try:
+        space = storage.load_space(bpy.data.objects[object_name])
+        geometry = canvas.canvas_geometry(space, canvas.fit_space_view(space, 900, 600))
+        with written_atomically(path) as partial:
+            render.render_png(geometry, partial)
+    except (OSError, ValueError) as ex:
+        raise failed(f"could not write the canvas {path}: {ex}") from ex
+    print(f"wrote {path}")
 
 
-def cmd_pose_build(args) -> int:
-    bpy = be.import_bpy()
-    objects = pick_objects(load_pose_input(args.input, args.cache), args.objects, "object")
-    enable_operators(*POSE_OPERATORS)
+def pose_build_params(args) -> dict:
+    """build_pose_space's arguments (CliError when --start and --end do not go together)."""
     params = dict(exact=args.exact, tolerance=args.tolerance, k=args.k, l=args.l, m=args.m, frame_step=args.step)
     if args.start is not None or args.end is not None:
         if args.start is None or args.end is None:
             raise CliError("--start and --end go together")
+        if args.end < args.start:
+            raise CliError(f"--end ({args.end}) must not come before --start ({args.start})")
         params.update(range_mode="CUSTOM", frame_start=args.start, frame_end=args.end)
+    return params
+
+
+def cmd_pose_build(args) -> int:
+    params = pose_build_params(args)
+    out = check_output_file(args.out or default_out(args.input, "_posespace"), "--out")
+    png = check_output_file(args.png, "--png", (".png",)) if args.png else ""
+    check_pose_input(args.input, args.cache)
+    bpy = be.import_bpy()
+    objects = pick_objects(load_pose_input(args.input, args.cache), args.objects, "object")
+    enable_operators(*POSE_OPERATORS)
     built = []
 
     def build(ob):
@@ -94,18 +123,23 @@ def cmd_pose_build(args) -> int:
 
     failures = for_each_object(objects, build)
     if not built:
-        raise CliError("no pose space was built", code=1)
-    if args.png:
-        write_canvas_png(built[0], args.png)
-    print(f"saved {save(args.out or default_out(args.input, '_posespace'))}")
+        raise failed("no pose space was built")
+    saved = save(out)
+    if png:
+        write_canvas_png(built[0], png)
+    print(f"saved {saved}")
     return 1 if failures else 0
+
+
+def check_space_input(path: str) -> None:
+    if not path.lower().endswith(".blend"):
+        raise CliError(f"{path}: expected a .blend saved by pose-build")
+    check_input(path, (".blend",))
 
 
 def space_targets(args):
     """The pose-space objects of a .blend saved by pose-build (all, or ``--objects``)."""
     bpy = be.import_bpy()
-    if not os.path.isfile(args.input) or not args.input.lower().endswith(".blend"):
-        raise CliError(f"{args.input}: expected a .blend saved by pose-build")
     load_input(args.input)
     enable_operators(*POSE_OPERATORS)
     storage = extension_module("operators.pose_space")
@@ -127,21 +161,25 @@ def resample_params(args) -> dict:
 
 
 def cmd_pose_resample(args) -> int:
-    bpy = be.import_bpy()
     params = resample_params(args)
+    out = check_output_file(args.out or default_out(args.input, "_resampled"), "--out")
+    check_space_input(args.input)
+    bpy = be.import_bpy()
     for ob in space_targets(args):
         run_operator(bpy.ops.anim_signals.pose_space_resample, ob.name, ob, bake=True, **params)
         print(bake_summary(ob, bpy.context.scene, "resampled, baked"), flush=True)
-    print(f"saved {save(args.out or default_out(args.input, '_resampled'))}")
+    print(f"saved {save(out)}")
     return 0
 
 
 def cmd_pose_bake(args) -> int:
+    out = check_output_file(args.out or default_out(args.input, "_baked"), "--out")
+    check_space_input(args.input)
     bpy = be.import_bpy()
     for ob in space_targets(args):
         run_operator(bpy.ops.anim_signals.pose_space_bake, ob.name, ob)
         print(bake_summary(ob, bpy.context.scene, "baked"), flush=True)
-    print(f"saved {save(args.out or default_out(args.input, '_baked'))}")
+    print(f"saved {save(out)}")
     return 0
 
 
@@ -158,14 +196,14 @@ def add_pose_build_parser(sub) -> None:
     p.add_argument("--cache", default=None, help="PC2 or MDD vertex animation for an .obj input")
     add_objects_option(p, default="all candidates")
     p.add_argument("--exact", action="store_true", help="reproduce every frame (k - 2 = l = m + 1 = n)")
-    p.add_argument("--tolerance", type=float, default=0.0, help="RMS error per vertex (0: automatic)")
-    p.add_argument("--k", type=int, default=0, help="time-signal control points (0: from the tolerance)")
-    p.add_argument("--l", type=int, default=0, help="pose-signal sites (0: from the tolerance)")
-    p.add_argument("--m", type=int, default=0, help="shape components (0: from the tolerance)")
-    p.add_argument("--start", type=int, default=None, help="first frame read (with --end)")
-    p.add_argument("--end", type=int, default=None, help="last frame read")
-    p.add_argument("--step", type=int, default=1, help="read every step-th frame")
-    p.add_argument("--png", default="", help="also write the canvas (pose space) as this PNG")
+    p.add_argument("--tolerance", type=non_negative_float, default=0.0, help="RMS error per vertex (0: automatic)")
+    p.add_argument("--k", type=non_negative_int, default=0, help="time-signal control points (0: from the tolerance)")
+    p.add_argument("--l", type=non_negative_int, default=0, help="pose-signal sites (0: from the tolerance)")
+    p.add_argument("--m", type=non_negative_int, default=0, help="shape components (0: from the tolerance)")
+    p.add_argument("--start", type=frame_number, default=None, help="first frame read (with --end)")
+    p.add_argument("--end", type=frame_number, default=None, help="last frame read")
+    p.add_argument("--step", type=positive_int, default=1, help="read every step-th frame")
+    p.add_argument("--png", default="", help="also write the canvas (pose space) as this .png")
     add_out_option(p, "<input name>_posespace.blend here")
 
 
@@ -180,10 +218,13 @@ def add_pose_resample_parser(sub) -> None:
                     "re-time a pose space (slow motion, speed-up, frame-rate conversion)",
                     "Resample and bake with bpy.ops.anim_signals.pose_space_resample.")
     add_space_arguments(p)
-    p.add_argument("--speed", type=float, default=None, help="playback speed factor (0.5 = slow motion)")
-    p.add_argument("--frames", type=int, default=None, help="new number of frames")
-    p.add_argument("--fps-to", type=float, default=None, help="convert to this frame rate")
-    p.add_argument("--fps-from", type=float, default=None, help="from this frame rate (default: the scene's)")
+    # the operator's own minimums: a smaller value would be clamped to them silently
+    p.add_argument("--speed", type=float_range(0.01), default=None,
+                   help="playback speed factor, at least 0.01 (0.5 = slow motion)")
+    p.add_argument("--frames", type=int_range(2), default=None, help="new number of frames, at least 2")
+    p.add_argument("--fps-to", type=float_range(0.01), default=None, help="convert to this frame rate")
+    p.add_argument("--fps-from", type=float_range(0.01), default=None,
+                   help="from this frame rate (default: the scene's)")
     add_out_option(p, "<input name>_resampled.blend here")
 
 

@@ -4,11 +4,12 @@ other connectivity), by example poses or by marker correspondence.
 The source is an OBJ played by a PC2/MDD cache (``--cache``; sample i at frame i) or a mesh of a
 .blend (``--source NAME``); the target (``--target``) an OBJ, or a mesh of that .blend by name. Example
 poses of OBJ inputs come as OBJ files (``--examples-source`` / ``--examples-target``), loaded as shape
-keys; markers from a file (``--markers``) or from vertex groups of a .blend. The command calls
+keys; markers from a file (``--markers``) or from vertex groups of a .blend. Every file named is checked
+before Blender starts (inputs readable and well formed, ``--out`` / ``--pc2`` writable). The command calls
 ``bpy.ops.anim_signals.transfer_deformation`` (the UI's operator, PC2 output on a new object
 ``<target>.transfer``) with the file first saved into a temporary folder beside ``--out`` -- so a
-refused or failed transfer writes nothing -- then moves the PC2 beside the .blend (or to ``--pc2``)
-and saves the .blend with the Mesh Cache path relative to it.
+refused or failed transfer writes nothing -- then puts the PC2 beside the .blend (or at ``--pc2``) and
+saves the .blend with the Mesh Cache path relative to it, both under temporary names renamed at the end.
 """
 
 from __future__ import annotations
@@ -22,15 +23,22 @@ import _blender_env as be
 from .common import (
     CliError,
     add_command,
+    blender_message,
+    cache_samples,
     check_file,
+    check_input,
     default_out,
     enable_operators,
     expand_folders,
+    failed,
     import_obj,
     load_obj_with_cache,
     open_blend,
     run_operator,
+    stderr_kept_back,
 )
+from .outputs import check_output_file, written_atomically
+from .values import frame_number
 
 TRANSFER_OPERATOR = "transfer_deformation"
 
@@ -79,7 +87,7 @@ def check_arguments(args) -> dict:
             raise CliError("an .obj source needs --cache FILE.pc2|.mdd (its vertex animation)")
         if args.source:
             raise CliError("--source names a mesh of a .blend source; an .obj source is the mesh itself")
-        check_file(args.cache, (".pc2", ".mdd"))
+        check_file(os.path.abspath(args.cache), (".pc2", ".mdd"))
     elif args.cache:
         raise CliError("--cache goes with an .obj source (a .blend's mesh plays its own modifiers)")
     elif not args.source:
@@ -101,6 +109,8 @@ def check_arguments(args) -> dict:
     markers = os.path.abspath(args.markers) if args.markers else ""
     if markers and not os.path.isfile(markers):
         raise CliError(f"no such markers file: {markers}")
+    if markers and not markers.lower().endswith((".yml", ".yaml")):
+        raise CliError(f"--markers {markers}: expected a .yml or .yaml file (\"source:target\" vertex indices)")
     obj_mesh = src_ext == ".obj" or bool(target_obj)
     if method == "CORRESPONDENCE" and not markers and obj_mesh:
         raise CliError("the correspondence method needs marker pairs: an OBJ has no vertex groups, give "
@@ -110,12 +120,8 @@ def check_arguments(args) -> dict:
                        "folders), or use --method correspondence with --markers FILE.yml")
     if args.frames is not None and args.frames[1] < args.frames[0]:
         raise CliError(f"--frames {args.frames[0]} {args.frames[1]}: the end comes before the start")
-    out = os.path.abspath(args.out or default_out(args.input, "_transfer"))
-    if not out.lower().endswith(".blend"):
-        raise CliError(f"--out must be a .blend file: {out}")
-    pc2 = os.path.abspath(args.pc2) if args.pc2 else ""
-    if pc2 and not pc2.lower().endswith(".pc2"):
-        raise CliError(f"--pc2 must be a .pc2 file: {pc2}")
+    out = check_output_file(args.out or default_out(args.input, "_transfer"), "--out")
+    pc2 = check_output_file(args.pc2, "--pc2", (".pc2",)) if args.pc2 else ""
     examples = None
     if args.examples_source:
         examples = (expand_folders(args.examples_source, (".obj",)), expand_folders(args.examples_target, (".obj",)))
@@ -123,6 +129,23 @@ def check_arguments(args) -> dict:
             check_file(path, (".obj",))
     return dict(src_ext=src_ext, target_obj=target_obj, method=method, markers=markers, out=out, pc2=pc2,
                 examples=examples, pairs=parse_pairs(args.pairs) if args.pairs else [])
+
+
+def check_files(args, checked: dict) -> None:
+    """The contents of every input file (after ``check_arguments``): OBJ meshes, the cache, a .blend's
+    header, the markers file, the example poses; ``--frames`` within the cache's samples."""
+    check_input(args.input, (checked["src_ext"],))
+    if checked["src_ext"] == ".obj":
+        samples = cache_samples(os.path.abspath(args.cache))[0]
+        if args.frames is not None and (args.frames[0] < 0 or args.frames[1] > samples - 1):
+            raise CliError(f"--frames {args.frames[0]} {args.frames[1]}: the cache {args.cache} has frames "
+                           f"0-{samples - 1} (sample i plays at frame i)")
+    if checked["target_obj"]:
+        check_input(checked["target_obj"], (".obj",))
+    if checked["markers"]:
+        check_input(checked["markers"], (".yml", ".yaml"))
+    for path in checked["examples"][0] + checked["examples"][1] if checked["examples"] else []:
+        check_input(path, (".obj",))
 
 
 def file_stem(path: str) -> str:
@@ -283,38 +306,47 @@ def blend_relative(path: str) -> str:
 
 def transfer_and_save(params: dict, out: str, pc2: str, label: str) -> tuple[str, str, str]:
     """Run the operator with the file saved as ``out``'s name in a temporary folder beside it (the
-    operator writes its PC2 beside the .blend), move the PC2 to ``pc2`` (default: beside ``out``),
-    and save ``out`` with the Mesh Cache path relative to it. On failure nothing is left behind.
-    Returns the result object's name, the PC2 path and the path its Mesh Cache modifier stores."""
+    operator writes its PC2 beside the .blend), put the PC2 at ``pc2`` (default: beside ``out``), and
+    save ``out`` with the Mesh Cache path relative to it; both files are written under temporary names
+    and renamed only when everything succeeded, so on failure nothing is left behind. Returns the
+    result object's name, the PC2 path and the path its Mesh Cache modifier stores."""
     bpy = be.import_bpy()
     folder = os.path.dirname(out)
     made = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".anim_signals_transfer_", dir=folder)
-    done = False
     try:
-        bpy.ops.wm.save_as_mainfile(filepath=os.path.join(work, os.path.basename(out)), check_existing=False)
+        try:
+            with stderr_kept_back():
+                bpy.ops.wm.save_as_mainfile(filepath=os.path.join(work, os.path.basename(out)), check_existing=False)
+        except RuntimeError as ex:
+            raise failed(f"could not save into {folder}: {blender_message(ex)}") from ex
         run_operator(bpy.ops.anim_signals.transfer_deformation, label, **params)
         r = bpy.context.scene.anim_signals.last_transfer
         print("  " + summary_line(r), flush=True)
         written = os.path.normpath(bpy.path.abspath(r.cache_path))
-        dest = pc2 or os.path.join(folder, os.path.basename(written))
+        dest = pc2 or check_output_file(os.path.join(folder, os.path.basename(written)), "--out", (".pc2",))
         mod = cache_modifier(bpy.data.objects[r.object_name], written)
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        shutil.move(written, dest)
-        mod.filepath = blend_relative(dest)  # relative to the temporary file: remapped when saved as out
-        r.cache_path = dest  # where the file is now (absolute: the result's own field has no // support)
-        bpy.ops.wm.save_as_mainfile(filepath=out, check_existing=False, relative_remap=True)
-        done = True
+        try:
+            with written_atomically(dest) as pc2_partial:
+                shutil.move(written, pc2_partial)
+                mod.filepath = blend_relative(dest)  # relative to the temporary file: remapped when saved as out
+                r.cache_path = dest  # where the file will be (absolute: the result's own field has no // support)
+                with written_atomically(out) as blend_partial, stderr_kept_back():
+                    # same folder as out: the relative Mesh Cache path is remapped to what it is from out
+                    bpy.ops.wm.save_as_mainfile(filepath=blend_partial, check_existing=False, relative_remap=True)
+        except (RuntimeError, OSError) as ex:
+            raise failed(f"could not write {out} and {dest}: {blender_message(ex)}") from ex
         return r.object_name, dest, mod.filepath
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        if made and not done and not os.listdir(folder):
+        if made and os.path.isdir(folder) and not os.listdir(folder):
             os.rmdir(folder)
 
 
 def cmd_transfer(args) -> int:
     checked = check_arguments(args)
+    check_files(args, checked)
     be.import_bpy()
     source, target, samples = load_meshes(args, checked)
     enable_operators(TRANSFER_OPERATOR)
@@ -361,7 +393,7 @@ def add_transfer_parser(sub) -> None:
                    "order (folders: sorted)")
     p.add_argument("--pairs", default="", metavar="SRC:TGT,...", help="example pairs of a .blend's shape keys, SRC_KEY:TGT_KEY[,...] "
                    "(default: the keys named alike)")
-    p.add_argument("--frames", type=int, nargs=2, default=None, metavar=("START", "END"),
+    p.add_argument("--frames", type=frame_number, nargs=2, default=None, metavar=("START", "END"),
                    help="frames transferred (default: the cache's samples, or the .blend's scene range)")
     p.add_argument("--pc2", default="", metavar="OUT.pc2", help="write the PC2 here (default: <out name>_<target>_transfer.pc2 "
                    "beside the .blend)")
