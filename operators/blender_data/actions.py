@@ -12,13 +12,14 @@ their content, and the checks before writing (linked data, NLA tweak mode, locke
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import bpy
 
-from .fcurves import count_keys, read_key_frames
+from .fcurves import KeyframeError, check_keys_finite, curves_digest, read_key_frames
 
 
 def has_slots() -> bool:
@@ -417,14 +418,21 @@ def assigned_action(id_data: Any, action: bpy.types.Action) -> Iterator[None]:
 
 def action_frame_range(action: bpy.types.Action, fcurves: Sequence[bpy.types.FCurve] | None = None) -> tuple[int, int]:
     """The action's frame range (its manual range when set) rounded to whole frames. With ``fcurves``
-    and no manual range: the key range of those curves."""
+    and no manual range: the key range of those curves.
+
+    Raises :class:`~.fcurves.KeyframeError` naming the curve with a key at a NaN or infinite frame.
+    """
     if fcurves and not action.use_frame_range:
+        for fc in fcurves:
+            check_keys_finite(fc)
         frames = [f for f in (read_key_frames(fc) for fc in fcurves) if f.size]
         if frames:
             lo = min(float(f.min()) for f in frames)
             hi = max(float(f.max()) for f in frames)
             return int(round(lo)), int(round(hi))
     rng: Any = action.frame_range
+    if not all(map(math.isfinite, rng)):  # pragma: no cover - Blender clamps the range it stores
+        raise KeyframeError(f'Action "{action.name}" has the frame range {tuple(rng)}: not finite')
     return int(round(rng[0])), int(round(rng[1]))
 
 
@@ -441,6 +449,18 @@ def set_action_frame_range(action: bpy.types.Action, start: float, end: float, *
     action.use_cyclic = cyclic
 
 
+def keep_frame_range(action: bpy.types.Action) -> Callable[[], None]:
+    """Snapshot the action's manual frame range and cyclic flag (what :func:`set_action_frame_range`
+    changes); returns the function that puts them back (for a transaction's rollback)."""
+    manual, start, end, cyclic = action.use_frame_range, action.frame_start, action.frame_end, action.use_cyclic
+
+    def restore() -> None:
+        set_action_frame_range(action, start, end, cyclic=cyclic)
+        action.use_frame_range = manual
+
+    return restore
+
+
 def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -> list[tuple[Any, int]]:
     """Set the ID property ``prop`` of each action to its value; returns the read-only actions
     (linked or overridden) left unchanged, with the value they did not get."""
@@ -454,11 +474,16 @@ def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -
 
 
 def actions_signature(actions: Iterable[bpy.types.Action]) -> tuple:
-    """What changes when an action is edited: per action its name, curve count, key count and
-    frame range (curves read as :func:`fcurves_of_action` does)."""
+    """What changes when an action is edited: per action its name, frame range and a digest of the
+    content of every curve (:func:`~.fcurves.curves_digest`: keys, handles, interpolation,
+    extrapolation, modifiers) of every slot. Moving one key by a fraction of a frame, or changing
+    one value, changes it; so a cache keyed by it is never served for edited data."""
     sig: list[tuple] = []
     for a in actions:
-        fcs = fcurves_of_action(a)
         rng: Any = a.frame_range
-        sig.append((a.name, len(fcs), count_keys(fcs), tuple(rng)))
+        if _is_slotted(a):
+            fcs = [fc for slot in a.slots for fc in action_fcurves(a, slot)]
+        else:
+            fcs = action_fcurves(a, None)
+        sig.append((a.name, tuple(rng), a.use_frame_range, len(fcs), curves_digest(fcs)))
     return tuple(sig)

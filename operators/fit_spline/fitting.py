@@ -34,8 +34,18 @@ from ..blender_data.actions import (
 )
 from ..blender_data.armatures import bone_heads_world, cm_per_unit
 from ..blender_data.channels import channel_specs
-from ..blender_data.fcurves import count_keys, sample_curves, write_bezier
+from ..blender_data.fcurves import (
+    KeyframeError,
+    check_keys_finite,
+    count_key_frames,
+    count_keys,
+    curves_digest,
+    keep_keys,
+    sample_curves,
+    write_bezier,
+)
 from ..common import InputError
+from ..common.transaction import current_transaction
 
 # Samples of an armature's pose compared in world space for the joint error (kept cheap).
 JOINT_ERROR_SAMPLES = 48
@@ -61,6 +71,7 @@ class FitJob:
     fit_values: np.ndarray  # (N, M) unwrapped / hemisphere-continuous samples that are fitted
     tolerance: np.ndarray  # (M,)
     keys_before: int = 0
+    digest: str = ""  # curves_digest of the curves when planned: a change while fitting refuses the write
     result: Any = None  # ChannelsFit once done
 
 
@@ -70,11 +81,21 @@ class FitPlan:
     object_name: str = ""
     warnings: list[str] = field(default_factory=list)
     kept: int = 0  # curves left as they are (too few keys)
+    kept_shared: int = 0  # of those, curves with more keys than keyed frames (several keys on one frame)
 
 
 # ------------------------------------------------------------------------------------------
 # Preparing the input
 # ------------------------------------------------------------------------------------------
+
+
+def kept_text(plan: FitPlan, degree: int) -> str:
+    """What the curves left as they are lack: keys on enough distinct frames (several keys on one
+    frame count once)."""
+    text = f"{plan.kept} with keys on fewer than {degree + 1} frames (degree {degree} needs {degree + 1})"
+    if plan.kept_shared:
+        text += f"; {plan.kept_shared} of them have several keys on one frame (keys sharing a frame count once)"
+    return text
 
 
 def _continuous(values: np.ndarray, specs) -> np.ndarray:
@@ -123,14 +144,24 @@ def plan_fit(
                 n_locked += 1
             elif len(fc.modifiers):
                 n_modifiers += 1
-            elif len(fc.keyframe_points) < degree + 1:
-                plan.kept += 1
             else:
-                usable.append(fc)
+                try:
+                    check_keys_finite(fc)
+                except KeyframeError as err:
+                    raise FitInputError(str(err)) from err
+                keyed = count_key_frames(fc)
+                if keyed < degree + 1:
+                    plan.kept += 1
+                    plan.kept_shared += keyed < len(fc.keyframe_points)
+                else:
+                    usable.append(fc)
         if not usable:
             continue
         specs = channel_specs(id_data, usable)
-        frames, values = sample_curves(usable)
+        try:
+            frames, values = sample_curves(usable)
+        except KeyframeError as err:
+            raise FitInputError(str(err)) from err
         labels = [f'{id_data.name}: {s.label}' for s in specs]
         try:
             check_finite(values, labels)
@@ -150,6 +181,7 @@ def plan_fit(
                 fit_values=fit_values,
                 tolerance=tol,
                 keys_before=count_keys(usable),
+                digest=curves_digest(usable),
             )
         )
     if n_locked:
@@ -167,7 +199,7 @@ def plan_fit(
         if n_modifiers:
             parts.append(f"{n_modifiers} with modifiers")
         if plan.kept:
-            parts.append(f"{plan.kept} with fewer than {degree + 1} keys (degree {degree} needs {degree + 1})")
+            parts.append(kept_text(plan, degree))
         raise FitInputError("Nothing to fit: the curves are " + ", ".join(parts))
     moving = 0
     for job in plan.jobs:
@@ -193,10 +225,28 @@ def iter_plan(plan: FitPlan, **fit_options) -> Generator[float, None, None]:
             try:
                 frac = next(gen)
             except StopIteration as stop:
+                _check_result(job, stop.value)
                 job.result = stop.value
                 break
             yield (i + min(max(frac, 0.0), 1.0)) / n
     yield 1.0
+
+
+def _check_result(job: FitJob, fit: Any) -> None:
+    """Refuse a fit whose keys are not finite (float32, as Blender stores them) before anything is
+    written, naming the curve."""
+    for spec, curve, values in zip(job.specs, fit.curves, job.values.T, strict=True):
+        arrays = (curve.co, curve.handle_left, curve.handle_right)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = all(np.isfinite(np.asarray(a, dtype=np.float64).astype(np.float32)).all() for a in arrays)
+        if not finite:
+            size = float(np.max(np.abs(values))) if values.size else 0.0
+            raise ValueError(
+                f'the fitted keys of "{job.id_data.name}": {spec.label} are not finite (its values reach {size:.3g}); '
+                "nothing was written. Scale the curve's values down and fit again"
+                if size > 1e15 else
+                f'the fitted keys of "{job.id_data.name}": {spec.label} are not finite; nothing was written'
+            )
 
 
 def _joint_frames(frames: np.ndarray) -> list[int]:
@@ -264,8 +314,33 @@ def _summarise(plan: FitPlan) -> FitSummary:
     return s
 
 
+def _recheck_curves(job: FitJob) -> None:
+    """Find the job's curves again (the plan's references are not trusted after other code ran) and
+    refuse the write when they were removed, replaced or edited since they were read.
+
+    Raises FitInputError naming the ID and curve; ReferenceError when the ID or action is gone."""
+    name = job.id_data.name  # ReferenceError when the object (or shape keys) was removed
+    if get_action(job.id_data) != job.action or job.action.name == "":
+        raise FitInputError(f'The action of "{name}" was changed while fitting: nothing written; fit again')
+    by_key = {(fc.data_path, fc.array_index): fc for fc in list_fcurves(job.id_data)}
+    curves = []
+    for spec in job.specs:
+        fc = by_key.get((spec.data_path, spec.array_index))
+        if fc is None:
+            raise FitInputError(f'The curve {spec.label} of "{name}" was removed while fitting: nothing written')
+        curves.append(fc)
+    if curves_digest(curves) != job.digest:
+        raise FitInputError(f'The curves of "{name}" were edited while fitting: nothing written; fit again')
+    job.fcurves = curves
+
+
 def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
-    """Write every finished job's keys into Blender (a copy of each action when keep_original)."""
+    """Write every finished job's keys into Blender (a copy of each action when keep_original).
+
+    Each job's curves are found again and compared with what was fitted first (FitInputError when
+    they were removed or edited meanwhile). Everything written is recorded with the running
+    transaction (keys, assignments; copies are new datablocks), so a failure part-way takes it all
+    back."""
     summary = _summarise(plan)
     armature_jobs = [
         job
@@ -277,9 +352,15 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
         frames = _joint_frames(job.frames)
         before[job.id_data.name] = (frames, bone_heads_world(scene, job.id_data, frames))
 
+    tx = current_transaction()
+    for job in plan.jobs:
+        _recheck_curves(job)
+        tx.keep_action(job.id_data)
     targets = writable_curves(plan.jobs, keep_original=keep_original, suffix=FIT_SUFFIX)
     for job, (_, curves) in zip(plan.jobs, targets, strict=True):
         for fc, curve in zip(curves, job.result.curves, strict=True):
+            if not keep_original:
+                tx.on_rollback(keep_keys(fc))
             write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
         summary.action_names.append(job.id_data.animation_data.action.name)
 

@@ -13,7 +13,8 @@ from ...anim_signals import FitCancelled
 from ..common import StepwiseOperator
 from ..common.menus import add_to_menus, remove_from_menus
 from ..common.polls import has_animated_object
-from .fitting import FitInputError, FitPlan, iter_plan, plan_fit, write_plan
+from ..common.transaction import current_transaction
+from .fitting import FitInputError, FitPlan, iter_plan, kept_text, plan_fit, write_plan
 from .properties import FIT_SETTINGS, FitSettings
 
 __all__ = ["ANIM_SIGNALS_OT_fit_latent_spline"]
@@ -73,10 +74,11 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
     def finish(self, context, plan: FitPlan) -> set[str]:
         summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
         summary.seconds = self.elapsed()
+        current_transaction().keep_fields(context.scene.anim_signals.last_fit)
         context.scene.anim_signals.last_fit.store(summary, plan.object_name)
         msg = summary.message()
         if plan.kept:
-            msg += f"; {plan.kept} curve(s) with fewer than {self.degree + 1} keys left as they are"
+            msg += f"; curves left as they are: {kept_text(plan, self.degree)}"
         if summary.within_tolerance:
             self.report({"INFO"}, msg)
         else:

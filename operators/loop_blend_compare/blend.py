@@ -26,11 +26,13 @@ from ..blender_data.actions import (
     id_playing_paths,
     object_playing,
     set_action_frame_range,
+    tweak_mode_reason,
 )
 from ..blender_data.armatures import travel_channels
 from ..blender_data.channels import channel_specs, continuous_values
 from ..blender_data.fcurves import add_cycles_modifier, clear_modifiers, has_cycles, write_dense
 from ..common.text import short_list
+from ..common.transaction import current_transaction
 from .clips import (
     MotionInputError,
     find_action,
@@ -149,6 +151,9 @@ def plan_blend(
     target = id_playing_paths(ob, [k[0] for k in keys]) if assign else None
     if assign and ob is not None and target is None:
         warnings.append(f'"{ob.name}" cannot play the blended channels: the result is not assigned')
+    elif target is not None and tweak_mode_reason(target):
+        warnings.append(f"{tweak_mode_reason(target)} to assign the blend; the result is not assigned")
+        target = None
     return BlendPlan(
         a=a,
         b=b,
@@ -207,7 +212,11 @@ class BlendSummary:
 
 
 def write_blend(plan: BlendPlan, results: Sequence[np.ndarray], *, align: bool = True) -> BlendSummary:
-    """One new action per blend (a copy of A holding only the common channels, dense keys)."""
+    """One new action per blend (a copy of A holding only the common channels, dense keys).
+
+    The new actions are new datablocks and the assignment is recorded with the running transaction:
+    a failure part-way (a value that is not finite raises
+    :class:`~..blender_data.fcurves.KeyframeError`) leaves nothing behind."""
     s = BlendSummary(channels=len(plan.keys), closed=plan.closed, aligned=align)
     s.missing_in_a, s.missing_in_b = len(plan.missing_in_a), len(plan.missing_in_b)
     a = plan.a.action
@@ -226,6 +235,7 @@ def write_blend(plan: BlendPlan, results: Sequence[np.ndarray], *, align: bool =
         new_actions.append(act)
         s.action_names.append(act.name)
     if plan.target is not None and new_actions:
+        current_transaction().keep_action(plan.target)
         try:
             assign_action(plan.target, new_actions[0], plan.slot_identifier, keep_previous=True)
         except (RuntimeError, TypeError, ValueError) as err:

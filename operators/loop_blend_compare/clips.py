@@ -10,7 +10,7 @@ import numpy as np
 from ...anim_signals.channels import EULER, QUATERNION
 from ...anim_signals.channels import check_finite as _core_check_finite
 from ..blender_data.actions import action_frame_range
-from ..blender_data.fcurves import sample_curves
+from ..blender_data.fcurves import KeyframeError, sample_curves
 from ..common import InputError
 
 __all__ = [
@@ -19,7 +19,10 @@ __all__ = [
     "MotionInputError",
     "check_finite",
     "find_action",
+    "frame_range",
     "sample_action",
+    "sample_frames",
+    "shared_frames_note",
     "spec_kinds",
     "spec_owners",
 ]
@@ -60,8 +63,36 @@ def find_action(name: str):
         return None
     action = bpy.data.actions.get(name)
     if action is None:
-        raise MotionInputError(f'No action named "{name}"')
+        hint = ""
+        if any("," in a.name for a in bpy.data.actions):
+            hint = ' (a name holding a comma goes in double quotes: "Walk, fast", Run)'
+        raise MotionInputError(f'No action named "{name}"{hint}')
     return action
+
+
+def shared_frames_note(fcurves, n_frames: int) -> str:
+    """' (its K keys share those frames)' when the curves have more keys than the ``n_frames``
+    frames they span (several keys on one frame), else ''."""
+    per_curve = max((len(fc.keyframe_points) for fc in fcurves), default=0)
+    return f" (a curve has {per_curve} keys on those frames: keys sharing a frame count once)" if per_curve > n_frames else ""
+
+
+def frame_range(action, fcurves) -> tuple[int, int]:
+    """:func:`~..blender_data.actions.action_frame_range`, its refusals as MotionInputError."""
+    try:
+        return action_frame_range(action, fcurves)
+    except KeyframeError as err:
+        raise MotionInputError(str(err)) from err
+
+
+def sample_frames(fcurves, frames: np.ndarray) -> np.ndarray:
+    """:func:`~..blender_data.fcurves.sample_curves` on ``frames`` (the values, (N, M)), its
+    refusals (keys at non-finite frames or values, a stray key far from the others) as
+    MotionInputError."""
+    try:
+        return sample_curves(fcurves, frames)[1]
+    except KeyframeError as err:
+        raise MotionInputError(str(err)) from err
 
 
 def sample_action(action, fcurves, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -72,13 +103,15 @@ def sample_action(action, fcurves, what: str) -> tuple[np.ndarray, np.ndarray]:
     frames : ndarray, shape (n_frames,)
     values : ndarray, shape (n_frames, len(fcurves))
 
-    Raises MotionInputError when the range is shorter than MIN_FRAMES or a value is not finite.
+    Raises MotionInputError when the range is shorter than MIN_FRAMES, holds far more frames than
+    keys (a stray key, see ``blender_data.fcurves.check_sampled_span``) or a value is not finite.
     """
-    lo, hi = action_frame_range(action, fcurves)
+    lo, hi = frame_range(action, fcurves)
     n = hi - lo + 1
     if n < MIN_FRAMES:
-        raise MotionInputError(f'{what} "{action.name}" is too short: {n} frame(s), at least {MIN_FRAMES} are needed')
+        raise MotionInputError(f'{what} "{action.name}" is too short: {n} frame(s), at least {MIN_FRAMES} are needed'
+                               + shared_frames_note(fcurves, n))
     frames = np.arange(lo, hi + 1, dtype=np.float64)
-    _, values = sample_curves(fcurves, frames)
+    values = sample_frames(fcurves, frames)
     check_finite(values, [f'"{action.name}": {fc.data_path}[{fc.array_index}]' for fc in fcurves], "use")
     return frames, values

@@ -33,6 +33,7 @@ from ..blender_data.armatures import (
 from ..blender_data.channels import bone_name_of_path, channel_specs, continuous_values
 from ..blender_data.images import write_image
 from ..common.text import parse_names, short_list
+from ..common.transaction import current_transaction
 from .clips import (
     MIN_FRAMES,
     ROTATION_KINDS,
@@ -49,6 +50,7 @@ __all__ = [
     "body_curve",
     "finish_compare",
     "iter_compare",
+    "keep_compare_results",
     "plan_compare",
     "resolve_image_path",
 ]
@@ -331,7 +333,30 @@ def finish_compare(plan: ComparePlan, *, n_clusters: int = 0, metric: str = "ELA
         s.image_path = raster.write_png(plan.image_path, rgba)
     except OSError as err:
         s.warnings.append(f"Could not write {plan.image_path}: {err}")
+    tx = current_transaction()
+    for action in plan.actions:
+        tx.keep_item(action, CLUSTER_PROPERTY)
     for action, label in store_on_actions(plan.actions, CLUSTER_PROPERTY, s.labels):
         s.warnings.append(f'"{action.name}" is read-only: cluster {label} not stored on it')
     s.image_name = write_image(DENDROGRAM_IMAGE, rgba).name
     return s
+
+
+def keep_compare_results(root) -> None:
+    """Record the scene's stored comparison (``last_compare``, the rows of ``compare_results`` and
+    ``compare_index``) with the running transaction, so a failure while storing puts it back."""
+    tx = current_transaction()
+    tx.keep_fields(root.last_compare)
+    tx.keep(root, "compare_index")
+    rows = root.compare_results
+    saved = [{name: getattr(row, name) for name in ("action_name", "cluster", "distance", "is_reference")}
+             for row in rows]
+
+    def restore() -> None:
+        rows.clear()
+        for values in saved:
+            row = rows.add()
+            for name, value in values.items():
+                setattr(row, name, value)
+
+    tx.on_rollback(restore)

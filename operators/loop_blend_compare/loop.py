@@ -26,10 +26,10 @@ from ...anim_signals.channels import (
 from ...anim_signals.manifolds import find_cycle, from_motion_curve, joint_seam, make_loop, select_travel
 from ..blender_data.actions import (
     action_edit_reason,
-    action_frame_range,
     animated_ids,
     fcurve_locked,
     get_action,
+    keep_frame_range,
     list_fcurves,
     set_action_frame_range,
     slot_identifier,
@@ -43,8 +43,18 @@ from ..blender_data.armatures import (
     travel_channels,
 )
 from ..blender_data.channels import channel_specs, continuous_values
-from ..blender_data.fcurves import add_cycles_modifier, modifier_types, sample_curves, write_dense
-from .clips import MIN_FRAMES, MotionInputError, check_finite, spec_kinds, spec_owners
+from ..blender_data.fcurves import add_cycles_modifier, keep_keys, modifier_types, write_dense
+from ..common.transaction import current_transaction
+from .clips import (
+    MIN_FRAMES,
+    MotionInputError,
+    check_finite,
+    frame_range,
+    sample_frames,
+    shared_frames_note,
+    spec_kinds,
+    spec_owners,
+)
 
 __all__ = ["LoopJob", "LoopPlan", "LoopSummary", "plan_loop", "run_loop", "world_seam", "write_loop"]
 
@@ -141,11 +151,12 @@ def _loop_frames(found, range_mode: str, frame_start: int, frame_end: int) -> np
         if hi < lo:
             raise MotionInputError(f"The frame range {lo}-{hi} is empty: the end must come after the start")
     else:
-        lo, hi = action_frame_range(found[0][1], [fc for _, _, fcs in found for fc in fcs])
+        lo, hi = frame_range(found[0][1], [fc for _, _, fcs in found for fc in fcs])
     n = hi - lo + 1
     if n < MIN_FRAMES:
         raise MotionInputError(
             f'The clip is too short to loop: {n} frame(s) ({lo}-{hi}), at least {MIN_FRAMES} are needed'
+            + shared_frames_note([fc for _, _, fcs in found for fc in fcs], n)
         )
     return np.arange(lo, hi + 1, dtype=np.float64)
 
@@ -196,7 +207,7 @@ def plan_loop(
     col = 0
     for i, (id_data, action, usable) in enumerate(found):
         specs = channel_specs(id_data, usable)
-        _, values = sample_curves(usable, frames)
+        values = sample_frames(usable, frames)
         blocks.append(values)
         kinds += spec_kinds(specs)
         owners += spec_owners(specs, f"{i}:")
@@ -315,7 +326,11 @@ def _channel_seams(s: LoopSummary, kinds, result) -> None:
 
 
 def write_loop(plan: LoopPlan, result, *, add_cycles: bool = True, keep_original: bool = True, scene=None) -> LoopSummary:
-    """Write the looped curve as dense keys (a new action per original when ``keep_original``)."""
+    """Write the looped curve as dense keys (a new action per original when ``keep_original``).
+
+    What is written is recorded with the running transaction (keys, Cycles modifiers, frame ranges,
+    assignments; copies are new datablocks): a failure part-way takes it all back. Raises
+    :class:`~..blender_data.fcurves.KeyframeError` (a ValueError) for a value that is not finite."""
     lo, hi = int(plan.frames[0]), int(plan.frames[-1])
     s = LoopSummary(object_name=plan.object_name, frame_start=lo, frame_end=hi, auto_range=plan.auto_cycle is not None)
     s.travel_channels = len(plan.travel)
@@ -334,9 +349,16 @@ def write_loop(plan: LoopPlan, result, *, add_cycles: bool = True, keep_original
     joints_before = [world_seam(scene, ob, lo, hi, travel=travels) for ob, travels in armatures]
 
     values = from_motion_curve(result.values, plan.kinds, plan.owners)
+    tx = current_transaction()
+    for job in plan.jobs:
+        tx.keep_action(job.id_data)
     targets = writable_curves(plan.jobs, keep_original=keep_original, suffix=".loop")
     for job, (action, curves) in zip(plan.jobs, targets, strict=True):
+        if not keep_original:
+            tx.on_rollback(keep_frame_range(action))
         for j, fc in enumerate(curves):
+            if not keep_original:
+                tx.on_rollback(keep_keys(fc))
             write_dense(fc, plan.frames, values[:, job.columns.start + j])
             if add_cycles:
                 add_cycles_modifier(fc, "REPEAT_OFFSET")

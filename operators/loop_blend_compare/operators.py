@@ -3,7 +3,9 @@
 
 Thin: :mod:`.loop`, :mod:`.blend` and :mod:`.compare` read and check the Blender data, the core
 computes, the same modules write the result. Nothing is written before the computation has
-finished, so a failed or cancelled run leaves the user's data untouched.
+finished, and every run is one transaction (``common.transaction``): a run that fails while
+writing takes back what it wrote, so a refused, failed or cancelled run leaves the user's data
+untouched.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import time
 
 import bpy
 
-from ..common import SettingsOperator, StepwiseOperator
+from ..blender_data.fcurves import KeyframeError
+from ..common import SettingsOperator, StepwiseOperator, current_transaction, transactional
 from ..common.menus import add_to_menus, remove_from_menus
 from ..common.polls import has_animated_object
 from .blend import plan_blend, run_blend, write_blend
 from .clips import MotionInputError
-from .compare import ComparePlan, finish_compare, iter_compare, plan_compare
+from .compare import ComparePlan, finish_compare, iter_compare, keep_compare_results, plan_compare
 from .loop import plan_loop, run_loop, write_loop
 from .properties import (
     BLEND_SETTINGS,
@@ -48,6 +51,7 @@ class ANIM_SIGNALS_OT_make_cyclic(LoopSettings, SettingsOperator, bpy.types.Oper
     def poll(cls, context):
         return has_animated_object(cls, context)
 
+    @transactional
     def execute(self, context):
         t0 = time.perf_counter()
         try:
@@ -61,13 +65,15 @@ class ANIM_SIGNALS_OT_make_cyclic(LoopSettings, SettingsOperator, bpy.types.Oper
                 travel=self.travel,
             )
             result = run_loop(plan, velocity_window=self.velocity_window)
-        except MotionInputError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+            summary = write_loop(plan, result, add_cycles=self.add_cycles, keep_original=self.keep_original,
+                                 scene=context.scene)
+        except (MotionInputError, KeyframeError) as err:
+            self.report({"ERROR"}, f"{err} (nothing changed)" if isinstance(err, KeyframeError) else str(err))
+            return {"CANCELLED"}  # @transactional takes back anything written
         for message in plan.warnings:
             self.report({"WARNING"}, message)
-        summary = write_loop(plan, result, add_cycles=self.add_cycles, keep_original=self.keep_original, scene=context.scene)
         summary.seconds = time.perf_counter() - t0
+        current_transaction().keep_fields(context.scene.anim_signals.last_loop)
         context.scene.anim_signals.last_loop.store(summary)
         self.report({"INFO"} if summary.converged else {"WARNING"}, summary.message())
         return {"FINISHED"}
@@ -99,6 +105,7 @@ class ANIM_SIGNALS_OT_blend_actions(BlendSettings, SettingsOperator, bpy.types.O
         layout.prop(self, "align")
         layout.prop(self, "assign")
 
+    @transactional
     def execute(self, context):
         t0 = time.perf_counter()
         try:
@@ -112,13 +119,14 @@ class ANIM_SIGNALS_OT_blend_actions(BlendSettings, SettingsOperator, bpy.types.O
                 assign=self.assign,
             )
             results = run_blend(plan, align=self.align)
-        except MotionInputError as err:
-            self.report({"ERROR"}, str(err))
-            return {"CANCELLED"}
+            summary = write_blend(plan, results, align=self.align)
+        except (MotionInputError, KeyframeError) as err:
+            self.report({"ERROR"}, f"{err} (nothing changed)" if isinstance(err, KeyframeError) else str(err))
+            return {"CANCELLED"}  # @transactional takes back anything written
         for message in plan.warnings:
             self.report({"WARNING"}, message)
-        summary = write_blend(plan, results, align=self.align)
         summary.seconds = time.perf_counter() - t0
+        current_transaction().keep_fields(context.scene.anim_signals.last_blend)
         context.scene.anim_signals.last_blend.store(summary)
         for message in summary.warnings:
             self.report({"WARNING"}, message)
@@ -175,6 +183,7 @@ class ANIM_SIGNALS_OT_compare_actions(CompareSettings, StepwiseOperator, bpy.typ
         summary = finish_compare(plan, n_clusters=self.n_clusters, metric=self.metric)
         summary.seconds = self.elapsed()
         root = context.scene.anim_signals
+        keep_compare_results(root)
         root.last_compare.store(summary, root.compare_results)
         root.compare_index = 0
         for message in summary.warnings:

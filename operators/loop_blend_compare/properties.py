@@ -173,7 +173,8 @@ class CompareSettings:
 
     actions: StringProperty(  # type: ignore[valid-type]
         name="Actions",
-        description="Comma-separated action names to compare (empty: every action in the file)",
+        description='Comma-separated action names to compare; a name holding a comma goes in double quotes, as in '
+        '"Walk, fast", Run (empty: every action in the file)',
         default="",
     )
     features: EnumProperty(  # type: ignore[valid-type]
