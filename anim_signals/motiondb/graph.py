@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..validation import MAX_MAGNITUDE, finite_scalar, positive_int
+
 __all__ = [
     "Batch",
     "MotionDatabase",
@@ -101,8 +103,16 @@ class MotionDatabase:
         ValueError
             When no clip has frames, a clip has another channel count, or NaN / infinite values.
         """
-        arrays = [np.atleast_2d(np.asarray(c, dtype=float)) for c in clips]
-        arrays = [a for a in arrays if a.shape[0] > 0]
+        arrays = []
+        for i, c in enumerate(clips):
+            try:
+                a = np.atleast_2d(np.asarray(c, dtype=float))
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"clip {i} is not an array of numbers: {err}") from err
+            if a.ndim != 2:
+                raise ValueError(f"clip {i} must be (frames, channels), got shape {a.shape}")
+            if a.shape[0] > 0:
+                arrays.append(a)
         if not arrays:
             raise ValueError("the motion database is empty: no clip has frames")
         width = len(channels)
@@ -112,6 +122,8 @@ class MotionDatabase:
             if not np.all(np.isfinite(a)):
                 row = int(np.argmax(~np.all(np.isfinite(a), axis=1)))
                 raise ValueError(f"clip {i} has NaN or infinite values (frame {row}): fill or drop such frames first")
+            if float(np.abs(a).max()) > MAX_MAGNITUDE:
+                raise ValueError(f"clip {i} has values beyond +-{MAX_MAGNITUDE:.0e}: too large to compute with")
         starts = np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])]).astype(np.int64)
         clip_names = list(names) if names is not None else [f"clip {i}" for i in range(len(arrays))]
         return cls(np.vstack(arrays), starts, list(channels), clip_names[: len(arrays)])
@@ -197,6 +209,10 @@ class OLNGParams:
         ValueError
             On a setting out of range, or more neighbours than database frames.
         """
+        for name in ("k", "window", "paths", "a", "b", "synthesis_iterations"):
+            positive_int(name, getattr(self, name), minimum=0)
+        finite_scalar("stay", self.stay)
+        finite_scalar("eps", self.eps)
         if self.k < 1 or self.window < 1 or self.paths < 1:
             raise ValueError("k, window and paths must be at least 1")
         if not 0 <= self.a <= self.b:
@@ -524,11 +540,31 @@ def iter_reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams
     Raises
     ------
     ValueError
-        As :class:`Reconstructor`, when the generator is first advanced.
+        As :class:`Reconstructor`, or on queries of the wrong shape or with infinite or huge
+        values (NaN marks a missing frame); raised when called, before the first step.
     """
     rec = Reconstructor(db, params, query_channels)
-    q = np.atleast_2d(np.asarray(queries, dtype=float))
-    n, d = q.shape[0], len(db.channels)
+    q = _checked_queries(queries, rec.cols.size)
+    # checked when called, not at the first step
+    return _iter_batch(rec, q, len(db.channels))
+
+
+def _checked_queries(queries: np.ndarray, width: int) -> np.ndarray:
+    """Queries (n, width): numbers, NaN allowed (a dropped frame), no infinities or huge values."""
+    try:
+        q = np.atleast_2d(np.asarray(queries, dtype=float))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"queries must be an array of numbers: {err}") from err
+    if q.ndim != 2 or q.shape[1] != width:
+        raise ValueError(f"queries must be (frames, {width}) (one column per query channel), got shape {q.shape}")
+    if np.any(np.isinf(q)) or np.nanmax(np.abs(q), initial=0.0) > MAX_MAGNITUDE:
+        row = int(np.argmax(np.any(np.isinf(q) | (np.abs(np.nan_to_num(q)) > MAX_MAGNITUDE), axis=1)))
+        raise ValueError(f"queries: frame {row} has an infinite or huge value (NaN marks a missing frame)")
+    return q
+
+
+def _iter_batch(rec: Reconstructor, q: np.ndarray, d: int) -> Generator[float, None, Batch]:
+    n = q.shape[0]
     poses = np.full((n, d), np.nan)
     best = np.full((n, d), np.nan)
     best_index = np.full(n, -1, dtype=np.int64)

@@ -75,6 +75,9 @@ EYE_CHANNELS: tuple[str, ...] = EYE_BLENDSHAPES + tuple(n for n in ROTATIONS if 
 TIMECODE_RATES = (24, 25, 30, 48, 50, 60, 100, 120)
 DEFAULT_TIMECODE_RATE = 60.0  # Live Link Face
 GAP_FACTOR = 1.5  # a step longer than this many capture periods is a gap (dropped frames)
+# Cells beyond this magnitude are no tracker output (blendshapes are 0..1, head and eye angles a
+# few radians or degrees): read as missing, like a non-numeric cell.
+MAX_CELL_MAGNITUDE = 1e6
 
 
 class LiveLinkError(ValueError):
@@ -407,6 +410,10 @@ def read_csv(path: str | os.PathLike, *, timecode_rate: float | None = None) -> 
         cells = row[2 : 2 + d]
         if cells:
             values[i, : len(cells)] = [_cell(c) for c in cells]
+    # A cell no tracker writes (inf, 1e308): missing, like a non-numeric one, not a key at +inf.
+    absurd = np.isinf(values) | (np.abs(np.nan_to_num(values)) > MAX_CELL_MAGNITUDE)
+    n_absurd = int(absurd.sum())
+    values[absurd] = np.nan
     # Midnight: the time of day wraps around.
     wraps = np.concatenate(([0], np.cumsum(np.diff(whole) < -12 * 3600)))
     whole = whole + 86400 * wraps
@@ -429,6 +436,8 @@ def read_csv(path: str | os.PathLike, *, timecode_rate: float | None = None) -> 
     rate = float(1.0 / np.median(steps)) if steps.size else float(timecode_rate)
     nan_rows = np.flatnonzero(~np.isfinite(values).all(axis=1))
     warnings = []
+    if n_absurd:
+        warnings.append(f"{n_absurd} cell(s) infinite or beyond +-{MAX_CELL_MAGNITUDE:g} treated as missing")
     missing = [c for c in ARKIT_BLENDSHAPES if c not in names]
     if missing:
         warnings.append(f"{len(missing)} ARKit blendshape(s) missing from the header: {', '.join(missing[:5])}"

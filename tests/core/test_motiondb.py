@@ -583,8 +583,8 @@ def test_iter_reconstruct_without_frames_and_all_nan():
     assert empty.poses.shape == (0, 4) and empty.best_index.shape == (0,)
     held = reconstruct(db, np.full((3, 4), np.nan), params)
     assert np.isnan(held.poses).all() and np.all(held.best_index == -1)
-    with pytest.raises(ValueError, match="query has 3 values"):
-        next(iter_reconstruct(db, np.zeros((2, 3)), params))
+    with pytest.raises(ValueError, match=r"queries must be \(frames, 4\)"):
+        iter_reconstruct(db, np.zeros((2, 3)), params)  # refused when called, before any step
 
 
 def test_match_names_exact_first_then_case_insensitive():
