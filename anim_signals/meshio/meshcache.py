@@ -6,6 +6,7 @@ little-endian with a 32-byte header; MDD is big-endian with a per-sample time ta
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 
@@ -35,7 +36,7 @@ def read_pc2(path: str | os.PathLike) -> tuple[np.ndarray, float, float]:
     Raises
     ------
     ValueError
-        If the file is not a PC2 file or is truncated.
+        If the file is not a PC2 file, is truncated, or holds NaN / infinite values.
     OSError
         If the file cannot be read.
 
@@ -56,10 +57,24 @@ def read_pc2(path: str | os.PathLike) -> tuple[np.ndarray, float, float]:
         if len(header) < 32 or header[:12] != _PC2_SIGNATURE:
             raise ValueError(f"{path}: not a PC2 (POINTCACHE2) file")
         _, n_verts, start, rate, n_samples = struct.unpack("<iiffi", header[12:32])
+        if n_samples <= 0 or n_verts <= 0:
+            raise ValueError(f"{path}: not a PC2 file with points ({n_samples} samples of {n_verts} vertices)")
+        if not (math.isfinite(start) and math.isfinite(rate)):
+            raise ValueError(f"{path}: the header's start frame or sample rate is not a finite number")
         data = np.fromfile(fh, dtype="<f4", count=n_samples * n_verts * 3)
     if data.size != n_samples * n_verts * 3:
         raise ValueError(f"{path}: truncated ({data.size // 3} of {n_samples * n_verts} points)")
-    return data.reshape(n_samples, n_verts, 3).astype(np.float64), float(start), float(rate)
+    return _finite_points(path, data, n_samples, n_verts), float(start), float(rate)
+
+
+def _finite_points(path: str | os.PathLike, data: np.ndarray, n_samples: int, n_verts: int) -> np.ndarray:
+    """The points as (n, V, 3) float64, or ValueError naming the file and the first bad sample."""
+    points = data.reshape(n_samples, n_verts, 3).astype(np.float64)
+    bad = ~np.isfinite(points)
+    if bad.any():
+        sample = int(np.argmax(bad.any(axis=(1, 2))))
+        raise ValueError(f"{path}: sample {sample} has NaN or infinite coordinates")
+    return points
 
 
 def write_pc2(path: str | os.PathLike, samples: np.ndarray, *, start: float = 0.0, rate: float = 1.0) -> None:
@@ -107,7 +122,7 @@ def read_mdd(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     Raises
     ------
     ValueError
-        If the file is not an MDD file or is truncated.
+        If the file is not an MDD file, is truncated, or holds NaN / infinite values.
     OSError
         If the file cannot be read.
     """
@@ -120,9 +135,11 @@ def read_mdd(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"{path}: not an MDD file")
         times = np.fromfile(fh, dtype=">f4", count=n_samples).astype(np.float64)
         data = np.fromfile(fh, dtype=">f4", count=n_samples * n_verts * 3)
-    if data.size != n_samples * n_verts * 3:
-        raise ValueError(f"{path}: truncated")
-    return data.reshape(n_samples, n_verts, 3).astype(np.float64), times
+    if data.size != n_samples * n_verts * 3 or times.size != n_samples:
+        raise ValueError(f"{path}: truncated ({data.size // 3} of {n_samples * n_verts} points)")
+    if not np.all(np.isfinite(times)):
+        raise ValueError(f"{path}: the sample times have NaN or infinite values")
+    return _finite_points(path, data, n_samples, n_verts), times
 
 
 def write_mdd(path: str | os.PathLike, samples: np.ndarray, times: np.ndarray | None = None) -> None:
