@@ -16,7 +16,8 @@ import bmesh
 import bpy
 import numpy as np
 
-__all__ = ["add_vertex_group", "group_names", "selected_vertices", "sync_edit_mode", "vertex_group_members"]
+__all__ = ["add_vertex_group", "group_names", "remove_vertex_group", "selected_vertices", "sync_edit_mode",
+           "vertex_group_members"]
 
 
 def sync_edit_mode(ob: bpy.types.Object) -> None:
@@ -78,3 +79,10 @@ def add_vertex_group(ob: bpy.types.Object, name: str, vertices: Sequence[int], w
     else:
         vg.add(indices, float(weight), "REPLACE")
     return vg
+
+
+def remove_vertex_group(ob: bpy.types.Object, name: str) -> None:
+    """Remove the vertex group ``name`` of ``ob`` (nothing when it has none); in Edit Mode too."""
+    vg = ob.vertex_groups.get(name)
+    if vg is not None:
+        ob.vertex_groups.remove(vg)

@@ -9,6 +9,8 @@ As a file: Sumner's markers format, read by the core (:func:`anim_signals.transf
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ...anim_signals.transfer import read_markers
@@ -16,10 +18,12 @@ from ..blender_data.actions import id_read_only_reason
 from ..blender_data.vertex_groups import (
     add_vertex_group,
     group_names,
+    remove_vertex_group,
     selected_vertices,
     vertex_group_members,
 )
 from ..common.text import short_list
+from ..common.transaction import current_transaction
 from .sources import TransferInputError
 
 __all__ = ["add_marker_pair", "marker_group_names", "markers_from_file", "markers_from_groups", "next_marker_name"]
@@ -104,7 +108,7 @@ def add_marker_pair(source, target, prefix: str) -> tuple[str, int, int]:
 
     Returns the group name and the source and target vertex. Raises :class:`TransferInputError`
     (the same object twice, linked data, not exactly one vertex selected on a mesh, no prefix);
-    nothing is changed then.
+    nothing is changed then. Each group added is recorded with the running transaction.
     """
     if not prefix:
         raise TransferInputError("The marker prefix is empty: marker vertex groups are named by it")
@@ -124,6 +128,8 @@ def add_marker_pair(source, target, prefix: str) -> tuple[str, int, int]:
             )
         chosen.append(int(sel[0]))
     name = next_marker_name(prefix, source, target)
-    add_vertex_group(source, name, [chosen[0]])
-    add_vertex_group(target, name, [chosen[1]])
+    tx = current_transaction()
+    for ob, vertex in ((source, chosen[0]), (target, chosen[1])):
+        group = add_vertex_group(ob, name, [vertex])
+        tx.on_rollback(functools.partial(remove_vertex_group, ob, group.name))
     return name, chosen[0], chosen[1]

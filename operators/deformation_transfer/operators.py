@@ -12,7 +12,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty
 
-from ..common import SettingsOperator, StepwiseOperator, as_keywords
+from ..common import SettingsOperator, StepwiseOperator, as_keywords, current_transaction, transactional
 from ..common.menus import add_to_menus, remove_from_menus
 from .markers import add_marker_pair
 from .planning import TransferPlan, plan_transfer
@@ -84,6 +84,7 @@ class ANIM_SIGNALS_OT_transfer_deformation(TransferSettings, StepwiseOperator, b
             self.report({"ERROR"}, f"Cannot write the point cache ({err}): nothing changed")
             return {"CANCELLED"}
         summary.seconds = self.elapsed()
+        current_transaction().keep_fields(context.scene.anim_signals.last_transfer)
         context.scene.anim_signals.last_transfer.store(summary)
         for message in summary.warnings[len(plan.warnings):]:
             self.report({"WARNING"}, message)
@@ -104,6 +105,7 @@ class ANIM_SIGNALS_OT_transfer_add_marker_pair(MarkerSettings, SettingsOperator,
     def stored_settings(cls, context):
         return context.scene.anim_signals.transfer
 
+    @transactional  # a second vertex group refused after the first was added takes the first back
     def execute(self, context):
         try:
             source, target = transfer_objects(context, self.source, self.target)
@@ -132,8 +134,10 @@ class ANIM_SIGNALS_OT_transfer_example_pairs(bpy.types.Operator):
 
     action: EnumProperty(name="Action", description="What to do with the list", items=PAIR_ACTIONS, default="MATCH")  # type: ignore[valid-type]
 
+    @transactional
     def execute(self, context):
         s = context.scene.anim_signals.transfer
+        keep_pairs(s)
         if self.action == "MATCH":
             try:
                 source, target = transfer_objects(context, s.source, s.target)
@@ -158,6 +162,21 @@ class ANIM_SIGNALS_OT_transfer_example_pairs(bpy.types.Operator):
             s.pairs.clear()
             s.pair_index = 0
         return {"FINISHED"}
+
+
+def keep_pairs(settings) -> None:
+    """Record the example pairs and the active pair with the running transaction."""
+    tx = current_transaction()
+    tx.keep(settings, "pair_index")
+    saved = [(p.name, p.target_key) for p in settings.pairs]
+
+    def restore() -> None:
+        settings.pairs.clear()
+        for name, target_key in saved:
+            item = settings.pairs.add()
+            item.name, item.target_key = name, target_key
+
+    tx.on_rollback(restore)
 
 
 def menu_func(self, context):

@@ -36,9 +36,23 @@ from .sources import (
     transfer_objects,
 )
 
-__all__ = ["RESULT_SUFFIX", "TransferPlan", "plan_transfer"]
+__all__ = ["MAX_FRAMES", "MAX_FRAME_BYTES", "MAX_SHAPE_KEY_FRAMES", "RESULT_SUFFIX", "TransferPlan", "plan_transfer"]
 
 RESULT_SUFFIX = ".transfer"
+
+MAX_FRAMES = 100_000
+"""Frames one transfer reads and solves at most (70 minutes at 24 fps). Every frame is evaluated
+in Blender (about 0.3 ms for a small mesh, several ms with modifiers): a range typed with one zero
+too many would otherwise run for hours."""
+
+MAX_FRAME_BYTES = 4 * 2**30
+"""Memory the source's frames and the result may take together (float64, three coordinates per
+vertex per frame): 4 GiB is about 9,000 frames of two 10k-vertex meshes, well inside the 16 GB of
+a typical workstation, where a larger range would swap or be killed."""
+
+MAX_SHAPE_KEY_FRAMES = 1_000
+"""Shape-key output writes one shape key and one F-curve per frame; past this many Blender's shape
+key list and the Dope Sheet become unusably slow: the PC2 output has no such limit."""
 METHODS = ("EXAMPLES", "CORRESPONDENCE")
 SPACES = ("GRADIENT", "VERTEX")
 OUTPUTS = ("AUTO", "PC2", "SHAPE_KEYS")
@@ -93,6 +107,23 @@ def _frames(scene: Any, range_mode: str, frame_start: int, frame_end: int) -> np
     return np.arange(int(start), int(end) + 1, dtype=np.float64)
 
 
+def _check_size(frames: np.ndarray, n_source: int, n_target: int) -> None:
+    """Refuse a range that would take unbounded time (:data:`MAX_FRAMES`) or memory
+    (:data:`MAX_FRAME_BYTES`), naming the range and what to do."""
+    n = int(frames.size)
+    span = f"frames {int(frames[0])}-{int(frames[-1])}"
+    if n > MAX_FRAMES:
+        raise TransferInputError(f"The range ({span}) has {n} frames: at most {MAX_FRAMES} are transferred at once; "
+                                 "narrow the frame range (or transfer it in parts)")
+    needed = n * (n_source + n_target) * 3 * 8
+    if needed > MAX_FRAME_BYTES:
+        most = MAX_FRAME_BYTES // ((n_source + n_target) * 3 * 8)
+        raise TransferInputError(
+            f"The range ({span}) has {n} frames of {n_source} + {n_target} vertices: {needed / 2**30:.1f} GiB in memory "
+            f"(at most {MAX_FRAME_BYTES / 2**30:.0f} GiB, {most} frames of these meshes); narrow the frame range"
+        )
+
+
 def _output(output: str, write_to: str, n_frames: int) -> str:
     if output not in OUTPUTS:
         raise TransferInputError(f"Unknown output {output!r}: one of {', '.join(OUTPUTS)}")
@@ -103,6 +134,9 @@ def _output(output: str, write_to: str, n_frames: int) -> str:
         return "PC2"
     if output == "AUTO":
         return "SHAPE_KEYS" if n_frames <= SHAPE_KEY_FRAMES else "PC2"
+    if output == "SHAPE_KEYS" and n_frames > MAX_SHAPE_KEY_FRAMES:
+        raise TransferInputError(f"Shape-key output makes one shape key per frame: {n_frames} frames are more than "
+                                 f"{MAX_SHAPE_KEY_FRAMES}; use the PC2 output (or Auto)")
     return output
 
 
@@ -140,6 +174,7 @@ def plan_transfer(context: Any, *, source: str = "", target: str = "", method: s
     frames = _frames(scene, range_mode, frame_start, frame_end)
     target_mesh = rest_mesh(tgt, "target")
     source_mesh = rest_mesh(src, "source")
+    _check_size(frames, source_mesh.n_vertices, target_mesh.n_vertices)
     check_evaluated(src, source_mesh.n_vertices, scene.frame_current, examples=method == "EXAMPLES")
     plan = TransferPlan(
         scene=scene, source=src, target=tgt, method=method, space=space, frames=frames,

@@ -121,4 +121,22 @@ def iter_transfer(plan: TransferPlan) -> Generator[float, None, np.ndarray]:
     else:
         yield from _solve_correspondence(plan, frames)
     assert plan.result is not None
+    _check_finite_result(plan)
     return plan.result
+
+
+def _check_finite_result(plan: TransferPlan) -> None:
+    """Refuse a result that is not finite as the float32 Blender and PC2 store (NaN, infinite or
+    beyond 3.4e38: a source far too large, or a degenerate solve), naming the first such frame;
+    nothing is written then."""
+    result = plan.result
+    assert result is not None
+    with np.errstate(over="ignore", invalid="ignore"):
+        bad = ~np.isfinite(result.astype(np.float32)).reshape(result.shape[0], -1).all(axis=1)
+    if bad.any():
+        frame = int(plan.frames[int(np.flatnonzero(bad)[0])])
+        raise TransferInputError(
+            f'The transfer onto "{plan.target.name}" gives positions that are not finite at frame {frame} '
+            f"({int(bad.sum())} frame(s)): the source's coordinates are too large (scale it down) or its "
+            "deformation is degenerate there; nothing was written"
+        )
