@@ -418,6 +418,16 @@ def crossfade_loop(values: np.ndarray, window: int, travel: Sequence[int] = ()) 
     return out
 
 
+def _typical_step(speed: np.ndarray) -> float:
+    """The median frame-to-frame change over the frames that move (0: nothing moves).
+
+    Held frames (a clip exported with every frame doubled) are left out: with more than half of
+    them the plain median would be 0 and a moving clip would read as still.
+    """
+    moving = speed[speed > 0.0]
+    return float(np.median(moving)) if moving.size else 0.0
+
+
 def _cycle_scores(c: np.ndarray, mask: np.ndarray, p_min: int, p_max: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per period P: the best start's score, that start, and the lag profile D(P) (see find_cycle).
 
@@ -427,7 +437,7 @@ def _cycle_scores(c: np.ndarray, mask: np.ndarray, p_min: int, p_max: int) -> tu
     pose = c[:, ~mask]
     vel = np.diff(c, axis=0)  # (N-1, n)
     speed = np.linalg.norm(vel, axis=1)
-    step = float(np.median(speed))
+    step = _typical_step(speed)
     g_pose = pose @ pose.T
     n_pose = np.diag(g_pose)
     g_vel = vel @ vel.T
@@ -486,7 +496,7 @@ def _refine_cycle(
     pose = c[:, ~mask]
     vel = np.diff(c, axis=0)
     speed = np.linalg.norm(vel, axis=1)
-    step = float(np.median(speed))
+    step = _typical_step(speed)
     cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
     best: tuple[int, int, float] | None = None
     for p in range(max(p_min, period - radius), min(p_max, period + radius) + 1):
@@ -568,7 +578,7 @@ def find_cycle(
         min_period = positive_int("min_period", min_period, minimum=0)
     if max_period is not None:
         max_period = positive_int("max_period", max_period, minimum=0)
-    step = float(np.median(np.linalg.norm(np.diff(c, axis=0), axis=1)))
+    step = _typical_step(np.linalg.norm(np.diff(c, axis=0), axis=1))
     if step <= 0.0:
         raise ValueError("the clip does not move: there is no cycle to find")
     p_min = max(MIN_FRAMES - 1, int(min_period) if min_period else n_frames // 10)

@@ -171,7 +171,9 @@ def shape_signal(z: np.ndarray, *, m: int | None = None, tolerance: float | None
     if m is None:
         if tolerance is not None:
             tail = np.concatenate([np.cumsum((s**2)[::-1])[::-1], [0.0]])  # tail[j] = sum_{i >= j} s_i^2
-            m = next(j for j in range(1, rank + 1) if _rms_rows(tail[j], n, d, row_size) <= tolerance)
+            # every numerically significant component (rank) when even those leave more than the
+            # tolerance: what remains is float64 rounding of large values, no component can fix it
+            m = next((j for j in range(1, rank + 1) if _rms_rows(tail[j], n, d, row_size) <= tolerance), rank)
         else:
             m = rank
     m = int(m)

@@ -13,6 +13,7 @@ import pytest
 
 MODULES = [
     "anim_signals.channels",
+    "anim_signals.validation",
     "anim_signals.splines.bspline",
     "anim_signals.splines.bezier",
     "anim_signals.splines.latent",
