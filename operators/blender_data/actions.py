@@ -300,7 +300,8 @@ def copy_action(action: bpy.types.Action, name: str) -> bpy.types.Action:
 
 def copy_with_channels(action: bpy.types.Action, name: str, slot_identifier: str | None,
                        keys: Sequence[tuple[str, int]]) -> tuple[bpy.types.Action, list[bpy.types.FCurve]]:
-    """A copy of ``action`` named ``name`` holding only the channels ``keys`` (data path, index).
+    """A copy of ``action`` named ``name`` holding only the channels ``keys`` (data path, index) of
+    the slot ``slot_identifier`` (other slots are not copied).
 
     The original is left alone (but for the fake user of :func:`copy_action`). Returns the copy and
     its curves for ``keys``, in that order (read from the slot ``slot_identifier`` on Blender 4.4+).
@@ -309,6 +310,8 @@ def copy_with_channels(action: bpy.types.Action, name: str, slot_identifier: str
     slot = None
     if slot_identifier is not None and hasattr(copy, "slots"):
         slot = copy.slots.get(slot_identifier)
+        for other in [s for s in copy.slots if s.identifier != slot_identifier]:
+            copy.slots.remove(other)  # the other IDs' curves are not the channels asked for
     wanted = set(keys)
     for fc in action_fcurves(copy, slot):
         if (fc.data_path, fc.array_index) not in wanted:

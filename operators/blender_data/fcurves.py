@@ -155,7 +155,11 @@ def check_sampled_span(fcurves: Sequence[bpy.types.FCurve], lo: float, hi: float
     if n_frames <= limit:
         return
     keys = [(float(f), fc) for fc, fs in zip(fcurves, frames_of, strict=True) for f in distinct_frames(fs)]
-    stray = _stray_key(keys) if keys and lo <= min(f for f, _ in keys) and max(f for f, _ in keys) <= hi else None
+    stray = None
+    if keys and lo >= keyed[0] - 1.0 and hi <= keyed[-1] + 1.0:  # sampling the keys' own span
+        stray = _stray_key(keys)
+        if stray is not None and int(np.floor(stray[3]) - np.ceil(stray[2])) + 1 > limit:
+            stray = None  # the others alone span too much: no single stray key to blame
     if stray is not None:
         frame, fc, first, last, count = stray
         more = f" ({count} keys lie out there)" if count > 1 else ""
@@ -293,7 +297,9 @@ def _check_writable(fc: bpy.types.FCurve, **arrays: np.ndarray) -> dict[str, np.
 def _replace_keys(fc: bpy.types.FCurve, co: np.ndarray, handle_left: np.ndarray, handle_right: np.ndarray,
                   handle_left_type: np.ndarray, handle_right_type: np.ndarray, interpolation: int) -> None:
     """Replace all keys of ``fc`` with n keys ((n, 2) positions, (n,) enum ints), then update.
-    Raises :class:`KeyframeError` (the curve untouched) when a position or handle is not finite."""
+    Raises :class:`KeyframeError` when a position or handle is not finite (the curve untouched),
+    or when Blender's own handle update made one so (the curve written: a transaction takes it
+    back)."""
     stored = _check_writable(fc, position=co, left_handle=handle_left, right_handle=handle_right)
     n = co.shape[0]
     kps = fc.keyframe_points
@@ -308,6 +314,14 @@ def _replace_keys(fc: bpy.types.FCurve, co: np.ndarray, handle_left: np.ndarray,
         kps.foreach_set("interpolation", np.full(n, interpolation, dtype=np.int32))
         kps.foreach_set("type", np.zeros(n, dtype=np.int32))  # KEYFRAME
     fc.update()  # sorts the keys and recomputes automatic handles
+    if n:
+        handles = np.concatenate([_read_pairs(kps, "handle_left", n), _read_pairs(kps, "handle_right", n)])
+        if not np.isfinite(handles).all():
+            raise KeyframeError(
+                f"Not writing curve {curve_label(fc)}: Blender's handle update gave handles that are not finite "
+                f"(values up to {float(np.max(np.abs(stored['position'][:, 1]))):.3g} are too large for its float32 "
+                "handle math); scale the curve's values down"
+            )
 
 
 def write_bezier(fc: bpy.types.FCurve, co: np.ndarray, handle_left: np.ndarray, handle_right: np.ndarray,

@@ -115,7 +115,10 @@ def iter_transfer(plan: TransferPlan) -> Generator[float, None, np.ndarray]:
     """Read the source's frames and transfer them, step by step: yields progress in [0, 1]; returns
     the target's frames (n, V_target, 3), also kept in ``plan.result`` (and the examples' fit error
     in ``plan.fit_error``). Raises :class:`TransferInputError`; nothing in Blender is changed."""
-    frames = yield from read_source_frames(plan)
+    try:
+        frames = yield from read_source_frames(plan)
+    except ReferenceError as err:
+        raise TransferInputError("The source or target was removed while transferring: nothing written") from err
     if plan.method == "EXAMPLES":
         yield from _solve_examples(plan, frames)
     else:

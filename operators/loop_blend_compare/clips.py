@@ -10,7 +10,7 @@ import numpy as np
 from ...anim_signals.channels import EULER, QUATERNION
 from ...anim_signals.channels import check_finite as _core_check_finite
 from ..blender_data.actions import action_frame_range
-from ..blender_data.fcurves import KeyframeError, sample_curves
+from ..blender_data.fcurves import KeyframeError, check_sampled_span, sample_curves
 from ..common import InputError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "shared_frames_note",
     "spec_kinds",
     "spec_owners",
+    "whole_frames",
 ]
 
 MIN_FRAMES = 4
@@ -85,6 +86,17 @@ def frame_range(action, fcurves) -> tuple[int, int]:
         raise MotionInputError(str(err)) from err
 
 
+def whole_frames(fcurves, lo: int, hi: int) -> np.ndarray:
+    """The whole frames ``lo``..``hi`` to sample ``fcurves`` on, refused (MotionInputError naming
+    the stray key or the range) before they are made when they are far more than the keys
+    (``blender_data.fcurves.check_sampled_span``)."""
+    try:
+        check_sampled_span(fcurves, lo, hi)
+    except KeyframeError as err:
+        raise MotionInputError(str(err)) from err
+    return np.arange(lo, hi + 1, dtype=np.float64)
+
+
 def sample_frames(fcurves, frames: np.ndarray) -> np.ndarray:
     """:func:`~..blender_data.fcurves.sample_curves` on ``frames`` (the values, (N, M)), its
     refusals (keys at non-finite frames or values, a stray key far from the others) as
@@ -111,7 +123,7 @@ def sample_action(action, fcurves, what: str) -> tuple[np.ndarray, np.ndarray]:
     if n < MIN_FRAMES:
         raise MotionInputError(f'{what} "{action.name}" is too short: {n} frame(s), at least {MIN_FRAMES} are needed'
                                + shared_frames_note(fcurves, n))
-    frames = np.arange(lo, hi + 1, dtype=np.float64)
+    frames = whole_frames(fcurves, lo, hi)
     values = sample_frames(fcurves, frames)
     check_finite(values, [f'"{action.name}": {fc.data_path}[{fc.array_index}]' for fc in fcurves], "use")
     return frames, values

@@ -54,6 +54,7 @@ from .clips import (
     shared_frames_note,
     spec_kinds,
     spec_owners,
+    whole_frames,
 )
 
 __all__ = ["LoopJob", "LoopPlan", "LoopSummary", "plan_loop", "run_loop", "world_seam", "write_loop"]
@@ -158,7 +159,7 @@ def _loop_frames(found, range_mode: str, frame_start: int, frame_end: int) -> np
             f'The clip is too short to loop: {n} frame(s) ({lo}-{hi}), at least {MIN_FRAMES} are needed'
             + shared_frames_note([fc for _, _, fcs in found for fc in fcs], n)
         )
-    return np.arange(lo, hi + 1, dtype=np.float64)
+    return whole_frames([fc for _, _, fcs in found for fc in fcs], lo, hi)
 
 
 def _find_cycle(plan: LoopPlan, min_period: int, max_period: int) -> None:
