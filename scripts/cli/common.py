@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import _blender_env as be
 
-from .errors import EXIT_CODES_HELP, CliError, failed
+from .errors import EXIT_CODES_HELP, EXIT_FAILED, CliError, failed
 from .inputs import cache_samples, check_file, check_inputs, expand_folders
 from .outputs import written_atomically
 
@@ -176,6 +176,8 @@ def pick_objects(objects, names: str, what: str = "animated object", where: str 
     if not names:
         return list(objects)
     wanted = [n.strip() for n in names.split(",") if n.strip()]
+    if not wanted:
+        raise CliError(f"--objects {names!r} names no {what}")
     have = {o.name: o for o in objects}
     missing = [n for n in wanted if n not in have]
     if missing:
@@ -253,21 +255,24 @@ def run_operator(op, label: str, ob=None, **params):
     return res
 
 
-def for_each_object(objects, work: Callable[[object], None], verb: str = "") -> int:
+def for_each_object(objects, work: Callable[[object], None], verb: str = "", *, what: str = "done") -> int:
     """``work(ob)`` for every object; an operator failure (code 1) is printed and the next object
-    tried. Returns the number of failures. ``verb`` announces each object (``"fitting"``)."""
-    failures = 0
+    tried. Returns the number of failures; when every object failed, raises instead (the one error, or
+    "nothing was <what>") so that nothing is saved. ``verb`` announces each object (``"fitting"``)."""
+    errors = []
     for ob in objects:
         if verb:
             print(f"{verb} {ob.name} ({ob.type.lower()}) ...", flush=True)
         try:
             work(ob)
         except CliError as ex:
-            if ex.code != 1:
+            if ex.code != EXIT_FAILED or len(objects) == 1:
                 raise
             print(f"error: {ex}", file=sys.stderr)
-            failures += 1
-    return failures
+            errors.append(ex)
+    if objects and len(errors) == len(objects):
+        raise failed(f"nothing was {what}: every object failed (the errors are above); nothing saved")
+    return len(errors)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -81,7 +81,7 @@ def cmd_fit(args) -> int:
         raise CliError(f"{args.input}: no object has an action to fit")
     enable_operators("fit_latent_spline")
     failures = for_each_object(objects, lambda ob: print(summary_line(fit_object(ob, args)), flush=True),
-                               verb="fitting")
+                               verb="fitting", what="fitted")
     print(f"saved {save(out)}")
     return 1 if failures else 0
 

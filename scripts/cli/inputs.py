@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import _blender_env as be
@@ -98,22 +98,32 @@ class BvhSummary:
 
 
 class _BvhLines:
-    """The non-empty lines of a BVH as (line number, tokens), walked in order."""
+    """The non-empty lines of an open BVH file as (line number, tokens), read one at a time (a long clip
+    is never held in memory whole)."""
 
-    def __init__(self, path: str, text: str):
+    def __init__(self, path: str, fh):
         self.path = path
-        self.lines = [(n, t) for n, t in ((i + 1, ln.split()) for i, ln in enumerate(text.splitlines())) if t]
-        self.at = 0
+        self.rest = self._non_empty(fh)
+
+    def _non_empty(self, fh) -> Iterator[tuple[int, list[str]]]:
+        try:
+            for n, line in enumerate(fh, 1):
+                tokens = line.split()
+                if tokens:
+                    yield n, tokens
+        except UnicodeDecodeError:
+            with open(self.path, "rb") as raw:
+                text_of(self.path, raw.read(), "BVH file")  # raises, naming the byte and its line
+            raise
 
     def error(self, problem: str, line: int | None = None) -> CliError:
         where = f" (line {line})" if line is not None else ""
         return CliError(f"{self.path}: malformed BVH{where}: {problem}")
 
     def next(self, expected: str) -> tuple[int, list[str]]:
-        if self.at >= len(self.lines):
+        item = next(self.rest, None)
+        if item is None:
             raise self.error(f"the file ends where {expected} was expected (truncated?)")
-        item = self.lines[self.at]
-        self.at += 1
         return item
 
     def numbers(self, line: int, tokens: Sequence[str], what: str) -> list[float]:
@@ -124,9 +134,9 @@ class _BvhLines:
             raise self.error(f"{what}: {bad!r} is not a number", line) from None
         total = sum(values)
         if total - total != 0.0:  # a nan or inf among them (or finite values whose sum overflows): look closer
-            bad = next((x for x, v in zip(tokens, values) if not math.isfinite(v)), None)
-            if bad is not None:
-                raise self.error(f"{what}: {bad!r} is not a finite number", line)
+            infinite = next((x for x, v in zip(tokens, values) if not math.isfinite(v)), None)
+            if infinite is not None:
+                raise self.error(f"{what}: {infinite!r} is not a finite number", line)
         return values
 
 
@@ -188,7 +198,21 @@ def check_bvh(path: str) -> BvhSummary:
     a MOTION section with 'Frames: N' (N >= 1) and 'Frame Time: t' (t > 0), then exactly N lines of
     exactly as many finite numbers as the hierarchy has channels.
     """
-    lines = _BvhLines(path, text_of(path, read_bytes(path, "BVH file"), "BVH file"))
+    try:
+        with open(path, "rb") as raw:
+            head = raw.read(65536)
+    except OSError as ex:
+        raise CliError(f"cannot read {path}: {ex.strerror or ex}") from ex
+    if not head.strip() and os.path.getsize(path) <= len(head):
+        raise CliError(f"{path}: the file is empty, not a BVH file")
+    if b"\0" in head:
+        raise CliError(f"{path}: a binary file, not a BVH file")
+    with open(path, encoding="utf-8") as fh:  # universal newlines: \r and \r\n end lines, as for the importer
+        return _check_bvh_lines(_BvhLines(path, fh))
+
+
+def _check_bvh_lines(lines: _BvhLines) -> BvhSummary:
+    path = lines.path
     n, t = lines.next("HIERARCHY")
     if t[0].upper() != "HIERARCHY":
         raise CliError(f"{path}: not a BVH file (it does not start with HIERARCHY)")
@@ -232,16 +256,18 @@ def check_bvh(path: str) -> BvhSummary:
     frame_time = lines.numbers(n, t[2:], "Frame Time")[0]
     if frame_time <= 0:
         raise lines.error(f"'Frame Time: {t[2]}' must be positive (seconds per frame)", n)
-    motion = lines.lines[lines.at:]
-    for i, (n, t) in enumerate(motion):
+    count = 0
+    for n, t in lines.rest:
+        count += 1
         if len(t) != channels:
-            cut = " (truncated?)" if len(t) < channels and i == len(motion) - 1 else ""
-            raise lines.error(f"frame {i + 1} has {len(t)} values, the hierarchy has {channels} channels{cut}", n)
-        lines.numbers(n, t, f"frame {i + 1}")
-    if len(motion) < frames:
-        raise lines.error(f"{len(motion)} frame line(s), the header announces {frames} (truncated?)")
-    if len(motion) > frames:
-        raise lines.error(f"{len(motion)} frame lines, the header announces {frames}", motion[frames][0])
+            cut = " (truncated?)" if len(t) < channels and next(lines.rest, None) is None else ""
+            raise lines.error(f"frame {count} has {len(t)} values, the hierarchy has {channels} channels{cut}", n)
+        if count == frames + 1:
+            extra = 1 + sum(1 for _ in lines.rest)
+            raise lines.error(f"{frames + extra} frame lines, the header announces {frames}", n)
+        lines.numbers(n, t, f"frame {count}")
+    if count < frames:
+        raise lines.error(f"{count} frame line(s), the header announces {frames} (truncated?)")
     return BvhSummary(joints=joints, channels=channels, frames=frames, frame_time=frame_time)
 
 

@@ -102,7 +102,7 @@ def cmd_loop(args) -> int:
         run_operator(bpy.ops.anim_signals.make_cyclic, ob.name, ob, **params)
         print(loop_summary(bpy.context.scene.anim_signals.last_loop), flush=True)
 
-    failures = for_each_object(objects, loop_object, verb="looping")
+    failures = for_each_object(objects, loop_object, verb="looping", what="looped")
     print(f"saved {save(out)}")
     return 1 if failures else 0
 

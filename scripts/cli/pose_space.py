@@ -121,7 +121,7 @@ def cmd_pose_build(args) -> int:
         print("  " + pose_summary(bpy.context.scene), flush=True)
         built.append(bpy.context.scene.anim_signals.last_pose_space.object_name)
 
-    failures = for_each_object(objects, build)
+    failures = for_each_object(objects, build, what="built")
     if not built:
         raise failed("no pose space was built")
     saved = save(out)
