@@ -95,7 +95,7 @@ class Cycle:
     search_step : int
         1 when every pair of frames was compared; k > 1 when the clip was too long for that
         (more than :data:`MAX_SEARCH_FRAMES` frames) and the search compared every k-th frame,
-        then refined the range at full resolution within +-k frames.
+        then refined the range at full resolution (+-k frames of start, +-2k of period).
     """
 
     start: int
@@ -488,10 +488,10 @@ def _choose_period(best_per_p: np.ndarray, typical: np.ndarray, p_min: int, p_ma
 
 
 def _refine_cycle(
-    c: np.ndarray, mask: np.ndarray, start: int, period: int, radius: int, p_min: int, p_max: int
+    c: np.ndarray, mask: np.ndarray, start: int, period: int, radius: int, period_radius: int, p_min: int, p_max: int
 ) -> tuple[int, int, float] | None:
-    """The best (start, period) within +-radius of a coarse pick, scored at full resolution;
-    O(radius^2 channels) work and memory, one period at a time."""
+    """The best (start, period) within +-radius starts and +-period_radius periods of a coarse
+    pick, scored at full resolution; O(radius period_radius channels) work, one period at a time."""
     n_frames = c.shape[0]
     pose = c[:, ~mask]
     vel = np.diff(c, axis=0)
@@ -499,7 +499,7 @@ def _refine_cycle(
     step = _typical_step(speed)
     cum_speed = np.concatenate([[0.0], np.cumsum(speed)])
     best: tuple[int, int, float] | None = None
-    for p in range(max(p_min, period - radius), min(p_max, period + radius) + 1):
+    for p in range(max(p_min, period - period_radius), min(p_max, period + period_radius) + 1):
         s = np.arange(max(0, start - radius), min(n_frames - 1 - p, start + radius) + 1)
         if s.size == 0:
             continue
@@ -542,8 +542,10 @@ def find_cycle(
     Comparing every pair of frames is quadratic, so a clip longer than
     :data:`MAX_SEARCH_FRAMES` frames is searched coarse-to-fine: the search above runs on every
     k-th frame (k = ceil(N / MAX_SEARCH_FRAMES)), and the best range is refined at full
-    resolution within +-k frames of its start and period. Memory and time then grow about
-    linearly with N; the result says so (``Cycle.search_step`` = k > 1).
+    resolution within +-k frames of its start and +-2k of its period. Memory and time then grow
+    about linearly with N; the result says so (``Cycle.search_step`` = k > 1). A period shorter
+    than a few k frames is under-sampled by the coarse pass, which may then settle on a whole
+    multiple of it (still a seamless range, just longer).
 
     Parameters
     ----------
@@ -607,7 +609,8 @@ def _coarse_to_fine_cycle(c: np.ndarray, mask: np.ndarray, k: int, p_min: int, p
     if not np.isfinite(best_per_p).any():
         raise ValueError("no moving segment long enough to loop")
     p = _choose_period(best_per_p, typical, cp_min, cp_max)
-    refined = _refine_cycle(c, mask, int(best_start[p]) * k, p * k, k, p_min, p_max)
+    # the coarse period is known to about one coarse sample either way: search +-2k periods
+    refined = _refine_cycle(c, mask, int(best_start[p]) * k, p * k, k, 2 * k, p_min, p_max)
     if refined is None:
         raise ValueError("no moving segment long enough to loop")
     start, stop, score = refined
