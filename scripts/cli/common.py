@@ -24,7 +24,7 @@ __all__ = [  # the helpers the tool modules import from here, with those of erro
     "open_blend", "import_obj", "load_obj_with_cache", "assigned_action", "load_input", "pick_objects",
     "default_out", "save", "enable_operators", "extension_module", "run_operator", "for_each_object",
     "add_command", "add_clip_input", "add_objects_option", "add_out_option", "blender_message",
-    "stderr_kept_back", "debugging",
+    "stderr_kept_back", "stdout_dropped", "debugging",
 ]
 
 CLIP_EXTS = (".bvh", ".blend")
@@ -40,33 +40,45 @@ def debugging() -> bool:
 
 
 @contextmanager
-def stderr_kept_back() -> Iterator[None]:
-    """Blender prints an operator's Python traceback to stderr itself before raising: inside the block
-    stderr (file descriptor 2) goes to a temporary file, written out when the block succeeds and dropped
-    when it raises -- the caller turns the exception into one message (ANIM_SIGNALS_DEBUG keeps it)."""
+def _held(fd: int, stream, replay: bool) -> Iterator[None]:
+    """File descriptor ``fd`` (and the Python ``stream`` on it) into a temporary file inside the block;
+    what was written is passed on afterwards when ``replay`` and the block succeeded, or when debugging."""
     try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no file descriptor 2 to redirect
+        stream.flush()
+        saved = os.dup(fd)
+    except (OSError, ValueError):  # no such file descriptor to redirect
         yield
         return
     ok = False
     with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
+        os.dup2(held.fileno(), fd)
         try:
             yield
             ok = True
         finally:
             try:
-                sys.stderr.flush()
+                stream.flush()
             except ValueError:
                 pass
-            os.dup2(saved, 2)
+            os.dup2(saved, fd)
             os.close(saved)
             held.seek(0)
             text = held.read()
-            if text and (ok or debugging()):
-                os.write(2, text)
+            if text and ((ok and replay) or debugging()):
+                os.write(fd, text)
+
+
+def stderr_kept_back():
+    """Blender prints an operator's Python traceback to stderr itself before raising: inside the block
+    stderr goes to a temporary file, written out when the block succeeds and dropped when it raises --
+    the caller turns the exception into one message (ANIM_SIGNALS_DEBUG keeps it)."""
+    return _held(2, sys.stderr, replay=True)
+
+
+def stdout_dropped():
+    """Blender's own report lines on stdout inside the block are dropped (e.g. 'Saved copy as' naming
+    the temporary file; the command prints its own line)."""
+    return _held(1, sys.stdout, replay=False)
 
 
 def blender_message(ex: BaseException) -> str:
@@ -205,7 +217,7 @@ def save(out: str) -> str:
     if not out.lower().endswith(".blend"):
         raise CliError(f"--out must be a .blend file: {out}")
     try:
-        with written_atomically(out) as temporary, stderr_kept_back():
+        with written_atomically(out) as temporary, stderr_kept_back(), stdout_dropped():
             # relative paths (//...) are remapped to the temporary name's folder: the same as out's
             bpy.ops.wm.save_as_mainfile(filepath=temporary, check_existing=False, copy=True, relative_remap=True)
     except (RuntimeError, OSError) as ex:

@@ -28,7 +28,7 @@ def check_file(path: str, exts: Sequence[str]) -> str:
     if os.path.isdir(path):
         raise CliError(f"{path} is a folder, expected a {kinds_text(exts)} file")
     if not os.path.isfile(path):
-        raise CliError(f"no such file: {path}")
+        raise CliError(f"{path} is not a regular file" if os.path.exists(path) else f"no such file: {path}")
     ext = os.path.splitext(path)[1].lower()
     if ext not in exts:
         raise CliError(f"unsupported input {path!r}: expected a {kinds_text(exts)} file")

@@ -36,6 +36,7 @@ from .common import (
     open_blend,
     run_operator,
     stderr_kept_back,
+    stdout_dropped,
 )
 from .outputs import check_output_file, written_atomically
 from .values import frame_number
@@ -122,6 +123,8 @@ def check_arguments(args) -> dict:
         raise CliError(f"--frames {args.frames[0]} {args.frames[1]}: the end comes before the start")
     out = check_output_file(args.out or default_out(args.input, "_transfer"), "--out")
     pc2 = check_output_file(args.pc2, "--pc2", (".pc2",)) if args.pc2 else ""
+    if pc2 and args.cache and os.path.realpath(pc2) == os.path.realpath(args.cache):
+        raise CliError(f"--pc2 {pc2} is the source's --cache: the result would replace the animation it is made from")
     examples = None
     if args.examples_source:
         examples = (expand_folders(args.examples_source, (".obj",)), expand_folders(args.examples_target, (".obj",)))
@@ -332,7 +335,7 @@ def transfer_and_save(params: dict, out: str, pc2: str, label: str) -> tuple[str
                 shutil.move(written, pc2_partial)
                 mod.filepath = blend_relative(dest)  # relative to the temporary file: remapped when saved as out
                 r.cache_path = dest  # where the file will be (absolute: the result's own field has no // support)
-                with written_atomically(out) as blend_partial, stderr_kept_back():
+                with written_atomically(out) as blend_partial, stderr_kept_back(), stdout_dropped():
                     # same folder as out: the relative Mesh Cache path is remapped to what it is from out
                     bpy.ops.wm.save_as_mainfile(filepath=blend_partial, check_existing=False, relative_remap=True)
         except (RuntimeError, OSError) as ex:

@@ -260,6 +260,8 @@ MISUSE_CASES = [  # (command line, message): option combinations and values refu
       "--frames", "0", "9"], "has frames 0-4"),
     (["transfer", I("grid.obj"), "--cache", I("grid.pc2"), "--target", I("grid.obj"), "--markers", I("walk.bvh")],
      "expected a .yml or .yaml file"),
+    (["transfer", I("grid.obj"), "--cache", I("grid.pc2"), "--target", I("grid.obj"), "--markers", I("markers.yml"),
+      "--pc2", I("grid.pc2")], "is the source's --cache"),
 ]
 
 FILE_CASES = [  # (command line, message): missing, empty, binary, malformed inputs other than BVH
@@ -500,8 +502,10 @@ def test_blender_errors_become_one_line(capfd):
             raise ValueError
     with common.stderr_kept_back():
         os.write(2, b"a warning\n")
-    err = capfd.readouterr().err
-    assert "Traceback" not in err and "a warning" in err
+    with common.stdout_dropped():
+        os.write(1, b"Info: Saved copy as .x.partial-1234.blend\n")
+    captured = capfd.readouterr()
+    assert "Traceback" not in captured.err and "a warning" in captured.err and "partial" not in captured.out
 
 
 def test_unexpected_errors_are_one_line_with_exit_code_1(files, run_cli, monkeypatch):
