@@ -388,6 +388,19 @@ def test_blend_failing_write_leaves_no_action(scene, monkeypatch):
     assert len(calls) == 8  # the first blend (6 curves) was written, the second failed part-way
 
 
+def test_blend_and_compare_read_linked_actions(scene, tmp_path):
+    """Linked actions are only read: a blend of one is a local action; Compare labels the local ones."""
+    a, b, name_a, name_b = _two_walkers()
+    link_action(a, tmp_path)
+    linked = a.animation_data.action
+    bpy.context.view_layer.objects.active = b
+    assert op("blend_actions", action_a=name_a, action_b=name_b)() == {"FINISHED"}
+    made = bpy.data.actions[f"{name_a}+{name_b} 0.50"]
+    assert made.library is None and b.animation_data.action == made
+    assert op("compare_actions", actions=f"{name_a},{name_b}", image_path=str(tmp_path / "d.png"))() == {"FINISHED"}
+    assert "anim_signals_cluster" not in linked.keys() and "anim_signals_cluster" in bpy.data.actions[name_b].keys()
+
+
 @pytest.mark.skipif(not IS_SLOTTED, reason="slotted actions exist from Blender 4.4")
 def test_blend_of_a_two_slot_action_holds_one_slot(scene):
     a, b, name_a, name_b = _two_walkers()
