@@ -113,6 +113,8 @@ def cmd_pose_build(args) -> int:
     check_pose_input(args.input, args.cache)
     bpy = be.import_bpy()
     objects = pick_objects(load_pose_input(args.input, args.cache), args.objects, "object")
+    if not objects:
+        raise CliError(f"{args.input}: no mesh or armature to build a pose space from")
     enable_operators(*POSE_OPERATORS)
     built = []
 

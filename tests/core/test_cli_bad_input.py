@@ -359,6 +359,24 @@ def test_read_only_folder_and_file_are_refused(files, tmp_path, run_cli):
         os.chmod(ro, 0o755)
 
 
+def test_folders_without_write_permission_are_refused(files, tmp_path, run_cli, monkeypatch):
+    """As the previous test where it cannot run (as root every folder is writable): the folder's
+    permission as os.access reports it."""
+    locked = files / "locked"
+    (locked / "old.blend").parent.mkdir()
+    (locked / "old.blend").write_bytes(b"BLENDER")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p).startswith(str(locked)) and mode & os.W_OK
+                        else real_access(p, mode))
+    good = resolve(COMMANDS["fit"][0], files)
+    assert_refused(run_cli, tmp_path, ["fit", *good, "--out", locked / "x.blend"],
+                   f"cannot write in the folder {locked} (permission denied)")
+    assert_refused(run_cli, tmp_path, ["fit", *good, "--out", locked / "new" / "x.blend"],
+                   f"cannot write in the folder {locked} (permission denied)")
+    assert_refused(run_cli, tmp_path, ["fit", *good, "--out", locked / "old.blend"], "cannot overwrite it")
+    assert_refused(run_cli, tmp_path, ["db-build", files / "take.csv", "--out", locked / "db.blend"], "permission denied")
+
+
 @pytest.mark.parametrize("command,option,values,message", VALUE_CASES, ids=[f"{c} {o}" for c, o, _, _ in VALUE_CASES])
 def test_bad_values_are_refused_naming_the_option(command, option, values, message, files, tmp_path, run_cli):
     good = resolve(COMMANDS[command][0], files)
