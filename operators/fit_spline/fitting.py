@@ -7,7 +7,9 @@ message for the user), :func:`iter_plan` fits with the core, :func:`write_plan` 
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Generator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -224,12 +226,21 @@ def iter_plan(plan: FitPlan, **fit_options) -> Generator[float, None, None]:
         while True:
             try:
                 frac = next(gen)
+            except ValueError as err:  # the core names columns: name the curves instead
+                text = re.sub(r"channel (\d+)", functools.partial(_column_label, job), str(err))
+                raise ValueError(f'"{job.id_data.name}": {text}') from err
             except StopIteration as stop:
                 _check_result(job, stop.value)
                 job.result = stop.value
                 break
             yield (i + min(max(frac, 0.0), 1.0)) / n
     yield 1.0
+
+
+def _column_label(job: FitJob, match: re.Match) -> str:
+    """'channel <k>' of a core message as the job's curve k."""
+    column = int(match.group(1))
+    return f"curve {job.specs[column].label}" if 0 <= column < len(job.specs) else match.group(0)
 
 
 def _check_result(job: FitJob, fit: Any) -> None:
