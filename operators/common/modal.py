@@ -141,6 +141,10 @@ class StepwiseOperator(SettingsOperator):
         try:
             for frac in self.steps(plan):
                 wm.progress_update(int(100 * frac))
+        except ReferenceError:
+            self._abandon()
+            self.report({"ERROR"}, self.REMOVED_TEXT)  # type: ignore[attr-defined]
+            return {"CANCELLED"}
         except self.FAILURES as err:
             self._abandon()
             self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
@@ -214,11 +218,18 @@ class StepwiseOperator(SettingsOperator):
             self._gen = None
             self._cleanup(context)
             return self._finish_or_report(context, plan)
-        except self.FAILURES as err:
+        except (ReferenceError, *self.FAILURES) as err:
+            # data read by the steps was removed meanwhile (ReferenceError), or the work failed
             self._gen = None
             self._cleanup(context)
             self._abandon()
-            self.report({"ERROR"}, f"{self.FAILED_PREFIX}{err}")  # type: ignore[attr-defined]
+            text = self.REMOVED_TEXT if isinstance(err, ReferenceError) else f"{self.FAILED_PREFIX}{err}"
+            self.report({"ERROR"}, text)  # type: ignore[attr-defined]
             return {"CANCELLED"}
+        except BaseException:
+            self._gen = None
+            self._cleanup(context)
+            self._abandon()
+            raise
         return {"RUNNING_MODAL"}
 

@@ -143,3 +143,19 @@ def test_cancelled_modal_run_takes_back_what_prepare_wrote(scene):
     assert "FromPrepare" in bpy.data.actions
     assert op.modal(Ctx, event("ESC", "PRESS")) == {"CANCELLED"}
     assert "FromPrepare" not in bpy.data.actions
+
+
+def test_data_removed_while_stepping_is_reported_and_taken_back(scene):
+    """A ReferenceError from the steps (data read there was removed) is the 'removed' message."""
+    op = _stepwise_operator("nowhere")
+
+    def steps(plan):
+        yield 0.5
+        raise ReferenceError("StructRNA of type Object has been removed")
+
+    op.steps = steps
+    op.REMOVED_TEXT = "removed while working"
+    before = snapshot_all()
+    assert op.execute(bpy.context) == {"CANCELLED"}
+    assert op.reported == ({"ERROR"}, "removed while working")
+    assert_same_state(before, snapshot_all())
