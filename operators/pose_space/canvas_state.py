@@ -30,6 +30,8 @@ __all__ = [
     "canvas_geometry_for",
     "canvas_rect",
     "canvas_units",
+    "checked_point",
+    "checked_stroke",
     "current_time",
     "forget_states",
     "has_states",
@@ -45,6 +47,7 @@ CATEGORY = "Signals"
 HIT_RADIUS = 8.0  # pixels (times the UI scale)
 ZOOM_STEP = 1.2
 NO_SPACE = "The active object has no pose space: build one first"
+FAR = 1000.0  # a point given to a canvas tool lies within this many pose-space sizes of the frames
 
 
 @dataclass
@@ -90,6 +93,40 @@ def unregister() -> None:
     if _on_load in bpy.app.handlers.load_post:
         bpy.app.handlers.load_post.remove(_on_load)
     forget_states()
+
+
+def _reach(space) -> tuple[np.ndarray, float]:
+    """The centre of the frames' positions and how far from it a given point may lie."""
+    positions = np.asarray(space.positions, dtype=float)
+    centre = positions.mean(axis=0)
+    size = float(np.max(np.ptp(positions, axis=0))) if positions.size else 0.0
+    return centre, FAR * max(size, 1e-6)
+
+
+def checked_point(space, point, what: str = "position") -> np.ndarray:
+    """``point`` as a (2,) array, or ValueError naming ``what`` when it is not finite or lies
+    absurdly far from the pose space (more than :data:`FAR` times its size from its frames): such a
+    point makes no pose, only overflowing weights and a layout squashed to a line."""
+    p = np.asarray(point, dtype=float).reshape(2)
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"The {what} ({p[0]:g}, {p[1]:g}) must be finite numbers")
+    centre, reach = _reach(space)
+    if float(np.max(np.abs(p - centre))) > reach:
+        raise ValueError(f"The {what} ({p[0]:.3g}, {p[1]:.3g}) lies more than {FAR:g} times the pose space's "
+                         "size away from its frames: use a point on the canvas")
+    return p
+
+
+def checked_stroke(space, points) -> np.ndarray:
+    """A sketched stroke as an (r, 2) array, every point checked by :func:`checked_point`."""
+    pts = np.asarray(points, dtype=float).reshape(-1, 2)
+    centre, reach = _reach(space)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(pts).all(axis=1) | (np.abs(pts - centre).max(axis=1, initial=0.0) > reach)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        checked_point(space, pts[i], f"stroke point {i}")
+    return pts
 
 
 def ui_metrics(context) -> tuple[float, float]:

@@ -26,10 +26,13 @@ from bpy.props import BoolProperty, CollectionProperty, FloatVectorProperty, Int
 from ...anim_signals.posespace import canvas as cv
 from ..blender_data.armatures import read_bone_transforms, restore_bone_transforms
 from ..blender_data.shape_keys import read_key_values, restore_key_values
+from ..common.transaction import current_transaction, transaction, transactional
 from .canvas_state import (
     HIT_RADIUS,
     ZOOM_STEP,
     canvas_rect,
+    checked_point,
+    checked_stroke,
     current_time,
     poll_space,
     space_or_report,
@@ -38,7 +41,7 @@ from .canvas_state import (
     ui_metrics,
     view_for,
 )
-from .posing import apply_position, apply_time
+from .posing import MAX_SEQUENCE_FRAMES, apply_position, apply_time
 from .properties import AnimSignalsStrokePoint
 from .storage import save_space
 
@@ -53,11 +56,37 @@ __all__ = [
 ]
 
 
+def keep_pose(ob) -> None:
+    """Record the shape-key values and bone transforms of ``ob`` on the running transaction: what
+    posing it writes in place, put back if the operator fails."""
+    values, transforms = read_key_values(ob), read_bone_transforms(ob)
+
+    def restore() -> None:
+        restore_key_values(ob, values)
+        restore_bone_transforms(ob, transforms)
+
+    current_transaction().on_rollback(restore)
+
+
 def commit_space(context, ob, space) -> None:
-    """Store an edited model on the object and show the current frame's pose under it."""
-    save_space(ob, space)
-    apply_time(ob, space, current_time(context.scene))
+    """Store an edited model on the object and show the current frame's pose under it: both or
+    neither (a failure puts the stored model and the pose back, then raises). Raises ValueError
+    (no pose space, read-only data)."""
+    with transaction():
+        keep_pose(ob)
+        save_space(ob, space)
+        apply_time(ob, space, current_time(context.scene))
     tag_redraw(context)
+
+
+def _commit_or_report(op, context, ob, space) -> bool:
+    """:func:`commit_space`, its refusal reported as an error on ``op``; True when stored."""
+    try:
+        commit_space(context, ob, space)
+    except ValueError as err:
+        op.report({"ERROR"}, str(err))
+        return False
+    return True
 
 
 class _CanvasDrag:
@@ -232,6 +261,13 @@ class _CanvasDrag:
     def _finish(self, context, xy) -> set[str]:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def _commit_drag(self, context, space) -> set[str]:
+        """Store the model a drag made; when that is refused, the state before the drag comes back."""
+        if _commit_or_report(self, context, self._ob, space):
+            return {"FINISHED"}
+        self._restore(context)
+        return {"CANCELLED"}
+
     def _restore(self, context) -> None:
         st = state_of(self._ob)
         st.preview = None
@@ -260,14 +296,17 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
 
     _old_cursor: Any = None
 
+    @transactional
     def execute(self, context):
         ob, space = space_or_report(self, context)
         if space is None:
             return {"CANCELLED"}
-        p = np.array(self.position[:], dtype=float)
-        if not np.all(np.isfinite(p)):
-            self.report({"ERROR"}, "The position must be finite")
+        try:
+            p = checked_point(space, self.position[:])
+        except ValueError as err:
+            self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
+        keep_pose(ob)
         apply_position(ob, space, p)
         state_of(ob).cursor = p
         tag_redraw(context)
@@ -317,17 +356,18 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
 
     _offset: Any = None
 
+    @transactional
     def execute(self, context):
         ob, space = space_or_report(self, context)
         if space is None:
             return {"CANCELLED"}
         try:
-            new = space.with_control_point(int(self.index), np.array(self.position[:], dtype=float))
+            p = checked_point(space, self.position[:], f"position of control point {int(self.index)}")
+            new = space.with_control_point(int(self.index), p)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        commit_space(context, ob, new)
-        return {"FINISHED"}
+        return {"FINISHED"} if _commit_or_report(self, context, ob, new) else {"CANCELLED"}
 
     def _begin(self, context, xy) -> bool:
         j = self._grab(context, xy, "CONTROL_POINT", self.index, self._space.k,
@@ -351,8 +391,7 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
         self._update(context, xy)
         st = state_of(self._ob)
         new, st.preview = st.preview, None
-        commit_space(context, self._ob, new)
-        return {"FINISHED"}
+        return self._commit_drag(context, new)
 
 
 class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
@@ -386,6 +425,7 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
     _offset: Any = None
     _live: Any = None
 
+    @transactional
     def execute(self, context):
         ob, space = space_or_report(self, context)
         if space is None:
@@ -406,12 +446,11 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
             else:
                 if not 0 <= i < space.n:
                     raise ValueError(f"frame row {i} is outside 0..{space.n - 1}")
-                new = space.with_pins({i: np.array(self.position[:], dtype=float)})
+                new = space.with_pins({i: checked_point(space, self.position[:], f"pin position of frame row {i}")})
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        commit_space(context, ob, new)
-        return {"FINISHED"}
+        return {"FINISHED"} if _commit_or_report(self, context, ob, new) else {"CANCELLED"}
 
     def _begin(self, context, xy) -> bool:
         i = self._grab(context, xy, "FRAME", self.frame, self._space.n, "Press on a frame (dot) to pin it")
@@ -441,8 +480,7 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
         self._update(context, xy)
         st = state_of(self._ob)
         st.preview = None
-        commit_space(context, self._ob, self._live)
-        return {"FINISHED"}
+        return self._commit_drag(context, self._live)
 
 
 def stroke_items(points) -> list[dict[str, Any]]:
@@ -478,14 +516,18 @@ class ANIM_SIGNALS_OT_pose_space_sketch(_CanvasDrag, bpy.types.Operator):
     def _run(self, context, ob, space, pts: np.ndarray) -> set[str]:
         n_frames = int(self.frames) or int(np.asarray(space.frames).size)
         try:
-            new = space.with_stroke(pts, n_frames)
+            if n_frames > MAX_SEQUENCE_FRAMES:
+                raise ValueError(f"Frames {n_frames}: a sketched sequence has at most {MAX_SEQUENCE_FRAMES} frames")
+            new = space.with_stroke(checked_stroke(space, pts), n_frames)
         except ValueError as err:
             self.report({"ERROR"}, str(err))
             return {"CANCELLED"}
-        commit_space(context, ob, new)
+        if not _commit_or_report(self, context, ob, new):
+            return {"CANCELLED"}
         self.report({"INFO"}, f"New sequence of {n_frames} frames along a {len(pts)}-point stroke")
         return {"FINISHED"}
 
+    @transactional
     def execute(self, context):
         ob, space = space_or_report(self, context)
         if space is None:

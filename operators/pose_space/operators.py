@@ -10,6 +10,7 @@ pin) are in :mod:`.canvas_tools` and use the same storage.
 
 from __future__ import annotations
 
+import math
 import time
 
 import bpy
@@ -18,8 +19,9 @@ from ...anim_signals.posespace import resample_times, resampled_space
 from ..blender_data.frames import scene_fps
 from ..common import SettingsOperator, StepwiseOperator
 from ..common.polls import has_active_object
+from ..common.transaction import transactional
 from .building import iter_build, write_build
-from .posing import bake_space
+from .posing import MAX_SEQUENCE_FRAMES, bake_refusal, bake_space
 from .properties import (
     BAKE_SETTINGS,
     BUILD_SETTINGS,
@@ -30,6 +32,9 @@ from .properties import (
 )
 from .sources import BuildPlan, PoseSpaceInputError, build_plan
 from .storage import PoseSpaceDataError, load_space, save_space, space_object
+
+_RESAMPLE_NUMBERS = {"speed": "Speed", "fps_from": "From FPS", "fps_to": "To FPS", "range_start": "Range Start",
+                     "range_end": "Range End"}
 
 __all__ = [
     "ANIM_SIGNALS_OT_build_pose_space",
@@ -142,6 +147,31 @@ class ANIM_SIGNALS_OT_pose_space_resample(ResampleSettings, SettingsOperator, bp
     def poll(cls, context):
         return _poll_space(cls, context)
 
+    def _bad_setting(self, space, fps_from: float) -> str | None:
+        """A setting that is not a finite number, or would make more frames than a sequence may
+        have (estimated before the core allocates them)."""
+        for name, label in _RESAMPLE_NUMBERS.items():
+            value = float(getattr(self, name))
+            if not math.isfinite(value):
+                return f"{label} must be a finite number, got {value:g}"
+        a, b = float(space.time.frames[0]), float(space.time.frames[-1])
+        if self.mode == "FRAME_COUNT":
+            count = float(self.frame_count)
+        elif self.mode == "FRAME_RATE":
+            count = (b - a) * self.fps_to / max(fps_from, 1e-300) + 1.0
+        elif self.mode == "RANGE":
+            part = max(min(self.range_end, b) - max(self.range_start, a), 0.0)
+            count = (b - a - part) + part / max(self.speed, 1e-300) + 1.0
+        else:
+            count = (b - a) / max(self.speed, 1e-300) + 1.0
+        if count < 2.0:
+            return f"it would leave {max(count, 0.0):.3g} frames (fewer than 2): speed up less"
+        if count > MAX_SEQUENCE_FRAMES:
+            return (f"it would make {count:.0f} frames; a resampled sequence has at most {MAX_SEQUENCE_FRAMES} "
+                    "(slow down less)")
+        return None
+
+    @transactional  # a bake that fails after the resampled model is stored takes the model back
     def execute(self, context):
         t0 = time.perf_counter()
         ob = context.active_object
@@ -154,6 +184,12 @@ class ANIM_SIGNALS_OT_pose_space_resample(ResampleSettings, SettingsOperator, bp
             self.report({"ERROR"}, f'"{ob.name}" has no pose space')
             return {"CANCELLED"}
         fps_from = self.fps_from or scene_fps(context.scene)
+        problem = self._bad_setting(space, fps_from)
+        if problem is None and self.bake:
+            problem = bake_refusal(space_object(ob))
+        if problem:
+            self.report({"ERROR"}, f"Cannot resample: {problem}")
+            return {"CANCELLED"}
         try:
             frames, taus = resample_times(
                 space.time, mode=self.mode, speed=self.speed, frame_count=self.frame_count, fps_from=fps_from,
@@ -169,9 +205,9 @@ class ANIM_SIGNALS_OT_pose_space_resample(ResampleSettings, SettingsOperator, bp
         if self.bake:
             try:
                 s = bake_space(ob, new_space, context.scene, set_scene_range=self.set_scene_range)
-            except ValueError as err:  # pragma: no cover - save_space checked the same
+            except ValueError as err:
                 self.report({"ERROR"}, f"Cannot bake: {err}")
-                return {"CANCELLED"}
+                return {"CANCELLED"}  # @transactional puts the stored model back
             s.seconds = time.perf_counter() - t0
             context.scene.anim_signals.last_pose_space.store_bake(s)
             msg += "; " + s.message()
@@ -196,6 +232,7 @@ class ANIM_SIGNALS_OT_pose_space_bake(BakeSettings, SettingsOperator, bpy.types.
     def poll(cls, context):
         return _poll_space(cls, context)
 
+    @transactional
     def execute(self, context):
         t0 = time.perf_counter()
         try:

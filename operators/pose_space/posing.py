@@ -23,6 +23,7 @@ from ..blender_data.actions import (
 from ..blender_data.channels import bone_name_of_path, shape_key_value_path
 from ..blender_data.fcurves import write_dense_linear
 from ..blender_data.shape_keys import set_key_values
+from ..common.transaction import current_transaction
 from .storage import (
     BAKE_MARK,
     SLIDER_RANGE,
@@ -34,7 +35,11 @@ from .storage import (
     space_object,
 )
 
-__all__ = ["BakeSummary", "apply_position", "apply_time", "bake_space"]
+__all__ = ["MAX_SEQUENCE_FRAMES", "BakeSummary", "apply_position", "apply_time", "bake_refusal", "bake_space"]
+
+MAX_SEQUENCE_FRAMES = 1_000_000
+"""Frames a baked, resampled or sketched sequence may have: one key per frame and component, so
+the bake's keys (and memory) grow with it; a million frames is over ten hours at 24 fps."""
 
 
 def _pose_values(binding: Binding, space: PoseSpace, weights: np.ndarray) -> np.ndarray:
@@ -93,6 +98,26 @@ def _is_bake(action) -> bool:
     return bool(action is not None and action.get(BAKE_MARK))
 
 
+def bake_refusal(ps) -> str | None:
+    """Why the pose-space object ``ps`` cannot be baked now (read-only data, NLA tweak mode), or None.
+    Checked before anything is written, so an operator that bakes after storing a model can refuse
+    first."""
+    if ps.type == "MESH":
+        key = ps.data.shape_keys
+        reason = id_read_only_reason(ps, ps.data, key)
+        if reason is None and getattr(getattr(key, "animation_data", None), "use_tweak_mode", False):
+            reason = f'The shape keys of "{ps.name}" are in NLA tweak mode: exit tweak mode first'
+        return reason
+    return id_read_only_reason(ps, ps.data) or tweak_mode_reason(ps)
+
+
+def _check_finite(values: np.ndarray, frames: np.ndarray, ps) -> None:
+    bad = ~np.isfinite(values)
+    if bad.any():
+        row = int(np.argwhere(bad)[0][0])
+        raise ValueError(f'The pose space of "{ps.name}" gives non-finite values at frame {frames[row]:g}: rebuild it')
+
+
 def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_range: bool = False) -> BakeSummary:
     """Keyframes for every whole frame of the time signal: the component shape-key values of the
     pose-space object (a new action on its shape keys) or the bone transforms (a new action
@@ -106,21 +131,26 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
     space = space if space is not None else load_space(ps)
     assert space is not None
     _, binding = cached(ps)
+    reason = bake_refusal(ps)
+    if reason:
+        raise ValueError(reason)
     frames = bake_frames(space)
     if frames.size < 1:
         raise ValueError("The time signal covers no whole frame")
+    if frames.size > MAX_SEQUENCE_FRAMES:
+        raise ValueError(f"The time signal covers {frames.size} frames: a bake writes at most {MAX_SEQUENCE_FRAMES}")
     weights = space.weights_at(space.time.evaluate(frames))  # (N, m)
     info = load_info(ps) or {}
     s = BakeSummary(object_name=ps.name, frame_start=int(frames[0]), frame_end=int(frames[-1]))
+    tx = current_transaction()
+    if set_scene_range:
+        tx.keep(scene, "frame_start", "frame_end")
     if binding.kind == "MESH":
         key = ps.data.shape_keys
-        reason = id_read_only_reason(ps, ps.data, key)
-        if reason:
-            raise ValueError(reason)
-        if getattr(key.animation_data, "use_tweak_mode", False):
-            raise ValueError(f'The shape keys of "{ps.name}" are in NLA tweak mode: exit tweak mode first')
         values = key_values(weights, binding.scales, SLIDER_RANGE)
+        _check_finite(values, frames, ps)
         old = get_action(key)
+        tx.keep_action(key)
         action = new_action(key, f"{ps.name}.bake", keep_previous=not _is_bake(old))
         names = [str(nm) for nm in info.get("key_names", [])]
         for j, name in enumerate(names):
@@ -128,11 +158,10 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
             write_dense_linear(fc, frames, values[:, j])
         s.curves = len(names)
     else:
-        reason = id_read_only_reason(ps, ps.data) or tweak_mode_reason(ps)
-        if reason:
-            raise ValueError(reason)
         values = _pose_values(binding, space, weights)
+        _check_finite(values, frames, ps)
         old = get_action(ps)
+        tx.keep_action(ps)
         base = str(info.get("source", {}).get("action", "")) or ps.name
         action = new_action(ps, f"{base}.posespace", keep_previous=not _is_bake(old))
         paths = [str(x) for x in info.get("channel_paths", [])]
@@ -143,12 +172,14 @@ def bake_space(ob, space: PoseSpace | None = None, scene=None, *, set_scene_rang
         s.curves = len(paths)
     action[BAKE_MARK] = ps.name
     set_action_frame_range(action, float(frames[0]), float(frames[-1]), cyclic=False)
+    if set_scene_range:
+        scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
+    # Last, as a rollback cannot bring a removed action back: the previous bake of this pose space
+    # that nothing uses any more.
     if old is not None and _is_bake(old) and old.users == 0 and old.library is None:
         wanted = old.name
-        bpy.data.actions.remove(old)  # a previous bake of this pose space that nothing uses
+        bpy.data.actions.remove(old)
         action.name = wanted
     s.action_name = action.name
     s.keys = s.curves * int(frames.size)
-    if set_scene_range:
-        scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
     return s

@@ -17,6 +17,8 @@ Everything that touches animation data goes through :mod:`operators.blender_data
 from __future__ import annotations
 
 import math
+import os
+import struct
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,12 @@ __all__ = [
 ]
 
 MIN_FRAMES = posespace.MIN_FRAMES
+MAX_FRAMES = 1000
+"""Frames a pose space is built from. The core's layout (MDS over every pair of frames) and its
+choice of sites and control points grow faster than the frame count (about a minute at 500 frames,
+several at 1000): longer sequences are read with a frame step."""
+MAX_VALUES = 100_000_000
+"""Numbers read (frames x values per frame, 800 MB as doubles): a mesh sequence is held in memory."""
 DEFAULT_TOLERANCE_DEG = 0.5  # armatures: radians-equivalent channels
 SOURCES = ("AUTO", "ACTION", "SHAPE_KEYS", "MESH")
 
@@ -107,10 +115,66 @@ def _auto_source(ob) -> str:
     )
 
 
+def _point_cache_counts(path: str, cache_format: str) -> tuple[int, int, int]:
+    """(vertices, samples, bytes the header promises) of a PC2 / MDD file, from its header only
+    (the whole file can be gigabytes). Raises ValueError naming what is wrong, OSError."""
+    with open(path, "rb") as fh:
+        head = fh.read(32 if cache_format == "PC2" else 8)
+    if cache_format == "PC2":
+        if len(head) < 32 or head[:12] != b"POINTCACHE2\0":
+            raise ValueError("is not a PC2 file (no POINTCACHE2 header)")
+        _, n_vert, _, _, n_samples = struct.unpack("<iiffi", head[12:32])
+        size = 32 + 12 * n_vert * n_samples
+    else:
+        if len(head) < 8:
+            raise ValueError("is not an MDD file (no header)")
+        n_samples, n_vert = struct.unpack(">ii", head)
+        size = 8 + 4 * n_samples + 12 * n_vert * n_samples
+    if n_vert <= 0 or n_samples <= 0:
+        raise ValueError(f"has a damaged header ({n_vert} vertices, {n_samples} samples)")
+    return n_vert, n_samples, size
+
+
+def _mesh_cache_problem(ob) -> str | None:
+    """What keeps the object's Mesh Cache modifiers from playing their file, or None. Blender's
+    modifier only prints a warning and leaves the mesh at rest: a missing, damaged or truncated
+    file or one made for another vertex count would silently build a pose space of rest poses."""
+    for i, mod in enumerate(ob.modifiers):
+        if mod.type != "MESH_CACHE" or not mod.show_viewport or mod.cache_format not in ("PC2", "MDD"):
+            continue
+        path = bpy.path.abspath(mod.filepath)
+        label = f'The {mod.cache_format} file "{mod.filepath}" of "{ob.name}" (modifier "{mod.name}")'
+        if not mod.filepath or not os.path.isfile(path):
+            return f"{label} does not exist"
+        try:
+            n_vert, n_samples, size = _point_cache_counts(path, mod.cache_format)
+            actual = os.path.getsize(path)
+        except (OSError, ValueError) as err:
+            return f"{label} {err}"
+        if actual < size:
+            whole = max(0, (actual - (size - 12 * n_vert * n_samples)) // (12 * n_vert))
+            return (f"{label} is truncated: its header promises {n_samples} samples of {n_vert} vertices "
+                    f"({size} bytes), the file has {actual} bytes ({whole} whole samples)")
+        mesh_vertices = len(ob.data.vertices)
+        if i == 0 and n_vert != mesh_vertices:
+            return f"{label} has {n_vert} vertices, the mesh {mesh_vertices}: Blender plays it only on a mesh of as many"
+    return None
+
+
 def _frames(start: float, end: float, step: int) -> np.ndarray:
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise PoseSpaceInputError(f"The frame range {start:g}-{end:g} is not finite")
     if end < start:
         raise PoseSpaceInputError(f"The frame range {start:g}-{end:g} is empty: the end must come after the start")
-    return np.arange(start, end + 0.5, max(1, int(step)), dtype=np.float64)
+    step = max(1, int(step))
+    count = int((end - start + 0.5) // step) + 1
+    if count > MAX_FRAMES:
+        raise PoseSpaceInputError(
+            f"The frames {start:g}-{end:g} (step {step}) are {count} frames; a pose space is built from at most "
+            f"{MAX_FRAMES} (its layout grows faster than the frame count): set Step to {math.ceil(count / MAX_FRAMES) * step} "
+            "or more, or pick a shorter Custom range"
+        )
+    return np.arange(start, end + 0.5, step, dtype=np.float64)
 
 
 def _channel_scale(ob, specs) -> np.ndarray:
@@ -216,6 +280,9 @@ def build_plan(
     elif kind == "MESH":
         if ob.type != "MESH":
             raise PoseSpaceInputError(f'The Mesh source needs a mesh: "{ob.name}" is a {ob.type.lower()} object')
+        problem = _mesh_cache_problem(ob)
+        if problem:
+            raise PoseSpaceInputError(problem)
         rng = mesh_cache_frame_range(ob)
         lo, hi = rng if rng is not None else (scene.frame_start, scene.frame_end)
     else:  # pragma: no cover - checked above
@@ -230,6 +297,11 @@ def build_plan(
             f"Too few frames: {n} ({start}-{end}, step {frame_step}); a pose space needs at least {MIN_FRAMES}"
         )
     _check_counts(plan, n)
+    if plan.row_size == 3 and n * 3 * len(ob.data.vertices) > MAX_VALUES:
+        raise PoseSpaceInputError(
+            f'{n} frames of the {len(ob.data.vertices)} vertices of "{ob.name}" are {n * 3 * len(ob.data.vertices)} '
+            f"numbers; a pose space reads at most {MAX_VALUES}: raise Step or pick a shorter Custom range"
+        )
     if pins:
         plan.pins = {int(i): np.asarray(v, dtype=float).reshape(2) for i, v in pins.items()}
     elif keep_pins:

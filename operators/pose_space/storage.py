@@ -58,6 +58,7 @@ from ...anim_signals.posespace import PoseSpace, shape_from_keys
 from ..blender_data.actions import id_read_only_reason
 from ..blender_data.armatures import PoseWriter
 from ..blender_data.shape_keys import read_key_block_coords
+from ..common.transaction import current_transaction
 
 __all__ = [
     "BAKE_MARK",
@@ -104,7 +105,9 @@ def _flat(a) -> list[float]:
 def store(ob, space: PoseSpace, extra: Mapping[str, Any] | None = None) -> None:
     """Write the model (every entry of ``PoseSpace.to_dict()``: arrays flat, with their shapes in
     ``shapes``; scalars as they are) and ``extra`` entries into ``ob[PROP]``, keeping entries not
-    given. Meshes leave h0 and H out (they are the shape keys)."""
+    given. Meshes leave h0 and H out (they are the shape keys). The group as it was is recorded on
+    the running transaction, so an operator failing later puts it back."""
+    current_transaction().keep_item(ob, PROP)
     old = ob.get(PROP)
     group: dict[str, Any] = old.to_dict() if old is not None and hasattr(old, "to_dict") else {}
     if extra:
@@ -202,7 +205,7 @@ class Binding:
     quat_groups: list[np.ndarray] = field(default_factory=list)
 
 
-_CACHE: dict[tuple[int, str], tuple[PoseSpace, Binding]] = {}  # (object pointer, token) -> loaded
+_CACHE: dict[tuple, tuple[PoseSpace, Binding]] = {}  # (object pointer, token, structure) -> loaded
 _CACHE_SIZE = 8
 
 
@@ -274,11 +277,24 @@ def _load_uncached(ob) -> tuple[PoseSpace, Binding]:
     return space, binding
 
 
+def _structure(ob) -> tuple:
+    """What a :class:`Binding` depends on besides the stored group: the shape keys' names (their
+    indices are bound) and the vertex count, or the pose bones' names and rotation modes. The user
+    can rename, reorder or remove those without saving the pose space again; a cache keyed by the
+    token alone would then write into the wrong key or bone. Cheap: names only, no coordinates."""
+    data = getattr(ob, "data", None)
+    if ob.type == "ARMATURE" and ob.pose is not None:
+        return tuple((pb.name, pb.rotation_mode) for pb in ob.pose.bones)
+    key = getattr(data, "shape_keys", None)
+    names = tuple(kb.name for kb in key.key_blocks) if key is not None else ()
+    return (len(getattr(data, "vertices", ())), names)
+
+
 def cached(ob) -> tuple[PoseSpace, Binding]:
     """The model stored on the pose-space object ``ob`` and its :class:`Binding`, loaded once per
-    stored version. Raises :class:`PoseSpaceDataError`."""
+    stored version and structure of its keys / bones. Raises :class:`PoseSpaceDataError`."""
     token = str(ob[PROP].get("token", ""))
-    key = (ob.as_pointer(), token)
+    key = (ob.as_pointer(), token, _structure(ob))
     hit = _CACHE.get(key)
     if hit is None:
         hit = _load_uncached(ob)
