@@ -85,9 +85,11 @@ class FitSettings:
     )
     internal_knots: IntProperty(  # type: ignore[valid-type]
         name="Knots",
-        description="Number of inner keys to start from (0: automatic, the fewest that meet the max error)",
+        description="Number of inner keys to start from (0: automatic, the fewest that meet the max error). "
+                    "At most 1000: the optimiser's cost grows with the square of this number",
         default=0,
         min=0,
+        max=1000,
         soft_max=200,
     )
     degree: IntProperty(  # type: ignore[valid-type]
@@ -102,6 +104,7 @@ class FitSettings:
         description="Candidates per optimiser generation (0: automatic). More explores better, slower",
         default=0,
         min=0,
+        max=10000,
         soft_max=500,
     )
     max_iterations: IntProperty(  # type: ignore[valid-type]
@@ -109,6 +112,7 @@ class FitSettings:
         description="Optimiser generations per knot search (0: automatic)",
         default=0,
         min=0,
+        max=100000,
         soft_max=500,
     )
     seed: IntProperty(  # type: ignore[valid-type]

@@ -101,6 +101,7 @@ class LoopSettings:
         description="Frames at each end over which the velocity is matched across the seam (0: automatic)",
         default=0,
         min=0,
+        max=100000,
         soft_max=60,
     )
     travel: EnumProperty(  # type: ignore[valid-type]
@@ -145,9 +146,11 @@ class BlendSettings:
     )
     count: IntProperty(  # type: ignore[valid-type]
         name="In-betweens",
-        description="Make this many evenly spaced blends between A and B instead of one at Weight (0: one blend at Weight)",
+        description="Make this many evenly spaced blends between A and B instead of one at Weight (0: one blend at Weight). "
+                    "Each is a new action: at most 100",
         default=0,
         min=0,
+        max=100,
         soft_max=10,
     )
     cyclic: EnumProperty(  # type: ignore[valid-type]
@@ -200,6 +203,7 @@ class CompareSettings:
         description="Samples per clip for the comparison (clips of any length are resampled to this)",
         default=100,
         min=MIN_FRAMES,
+        max=10000,
         soft_max=400,
     )
     n_clusters: IntProperty(  # type: ignore[valid-type]
@@ -207,6 +211,7 @@ class CompareSettings:
         description="Number of clusters (0: automatic, the cut of the dendrogram with the best silhouette, 2 to 10 clusters)",
         default=0,
         min=0,
+        max=1000,
         soft_max=20,
     )
     image_path: StringProperty(  # type: ignore[valid-type]

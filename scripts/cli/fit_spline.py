@@ -27,7 +27,7 @@ from .common import (
     save,
 )
 from .outputs import check_output_file
-from .values import float_range, non_negative_int
+from .values import float_range, int_range, non_negative_int
 
 
 def fit_object(ob, args) -> dict:
@@ -97,8 +97,8 @@ def add_fit_parser(sub) -> None:
     p.add_argument("--max-error-other", type=float_range(1e-6), default=0.01,
                    help="other channels, at least 1e-6 (default 0.01)")
     p.add_argument("--mode", default="AUTO", choices=("AUTO", "LATENT", "PER_CHANNEL"))
-    p.add_argument("--internal-knots", type=non_negative_int, default=0,
-                   help="0 = automatic (fewest meeting the tolerance)")
+    p.add_argument("--internal-knots", type=int_range(0, 1000), default=0,
+                   help="0 = automatic (fewest meeting the tolerance); at most 1000")
     p.add_argument("--snap-to-frames", action="store_true", help="keys on whole frames")
     p.add_argument("--seed", type=non_negative_int, default=0)
     add_objects_option(p)

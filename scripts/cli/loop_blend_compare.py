@@ -41,7 +41,7 @@ from .common import (
 )
 from .inputs import check_inputs
 from .outputs import check_output_dir, check_output_file, write_text, written_atomically
-from .values import frame_number, int_range, non_negative_int, positive_int, unit_interval
+from .values import frame_number, int_range, non_negative_int, unit_interval
 
 # the operator's minimum samples per clip (operators/loop_blend_compare/clips.py MIN_FRAMES, not importable
 # without Blender): fewer would be clamped to it silently
@@ -388,7 +388,7 @@ def add_loop_parser(sub) -> None:
                    help="--auto: shortest cycle in frames (0 = automatic)")
     p.add_argument("--max-period", type=non_negative_int, default=0,
                    help="--auto: longest cycle in frames (0 = automatic)")
-    p.add_argument("--velocity-window", type=non_negative_int, default=0,
+    p.add_argument("--velocity-window", type=int_range(0, 100000), default=0,
                    help="frames at each end over which the velocity is matched (0 = automatic)")
     p.add_argument("--in-place", action="store_true",
                    help="the root returns to its start too (default: it keeps travelling, Cycles with offset)")
@@ -406,7 +406,8 @@ def add_blend_parser(sub) -> None:
     p.add_argument("--action-a", default="", help="action A in the first .blend (default: its animated object's)")
     p.add_argument("--action-b", default="", help="action B in the second (or the only) .blend")
     p.add_argument("--weight", type=unit_interval, default=None, help="0 = A, 1 = B (default 0.5)")
-    p.add_argument("--count", type=positive_int, default=None, help="make N evenly spaced in-betweens instead of one")
+    p.add_argument("--count", type=int_range(1, 100), default=None,
+                   help="make N evenly spaced in-betweens instead of one (at most 100)")
     p.add_argument("--cyclic", default="AUTO", choices=("AUTO", "OPEN", "CLOSED"),
                    help="blend as open clips or as cycles (AUTO: cycles when both clips nearly close)")
     p.add_argument("--no-align", action="store_true", help="do not time-warp B onto A first")
@@ -423,10 +424,10 @@ def add_compare_parser(sub) -> None:
     p.add_argument("--features", default="CHANNELS", choices=("CHANNELS", "BODY"),
                    help="rotation channels by name (one skeleton) or body features (any humanoid rigs)")
     p.add_argument("--metric", default="ELASTIC", choices=("ELASTIC", "LINEAR"))
-    p.add_argument("--clusters", type=non_negative_int, default=0,
+    p.add_argument("--clusters", type=int_range(0, 1000), default=0,
                    help="number of clusters (0 = automatic: best silhouette, 2-10)")
     p.add_argument("--open", action="store_true", help="compare as open clips (default: as cycles, as the seed)")
-    p.add_argument("--samples", type=int_range(MIN_COMPARE_SAMPLES), default=100,
+    p.add_argument("--samples", type=int_range(MIN_COMPARE_SAMPLES, 10000), default=100,
                    help=f"samples per clip, at least {MIN_COMPARE_SAMPLES} (default 100)")
     p.add_argument("--out-dir", default="anim_signals_compare", help="output folder (default ./anim_signals_compare)")
     p.add_argument("--save", default="", help="also save the scene (cluster labels on the actions) to this .blend")
