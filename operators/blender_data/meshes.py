@@ -311,20 +311,30 @@ def point_cache_path(name: str) -> tuple[str, str, bool]:
     return path, path, False
 
 
-def write_point_cache(path: str, frames: np.ndarray, frame_start: float) -> None:
+def write_point_cache(path: str, frames: np.ndarray, frame_start: float, *, keep_previous: bool = False) -> str | None:
     """Write vertex positions (n, V, 3) as a PC2 file whose first sample is scene frame
     ``frame_start``; written to a temporary file first, so a failed write leaves any earlier file
-    as it was. Raises OSError."""
+    as it was. Raises OSError.
+
+    With ``keep_previous`` an earlier file at ``path`` is moved to ``<path>.previous`` (returned;
+    None when there was none) instead of being replaced, so the caller can put it back if a later
+    step fails, or delete it once everything succeeded.
+    """
     folder = os.path.dirname(path)
     if folder:
         os.makedirs(folder, exist_ok=True)
     partial = path + ".partial"
+    previous = None
     try:
         write_pc2(partial, np.asarray(frames), start=float(frame_start), rate=1.0)
+        if keep_previous and os.path.exists(path):
+            previous = path + ".previous"
+            os.replace(path, previous)
         os.replace(partial, path)
     finally:
         if os.path.exists(partial):
             os.remove(partial)
+    return previous
 
 
 def set_mesh_cache(ob: bpy.types.Object, filepath: str, frame_start: float, *, name: str = "Mesh Cache") -> Any:

@@ -130,6 +130,8 @@ class StepwiseOperator(SettingsOperator):
             return {"CANCELLED"}
         if "CANCELLED" in result:
             tx.rollback_and_log()
+        else:
+            tx.commit()
         return result
 
     def execute(self, context):

@@ -55,6 +55,7 @@ class Transaction:
         # keep_previous_action() gives the action it replaces a fake user: a failed run must not
         self._fake_users = {a.as_pointer(): a.use_fake_user for a in bpy.data.actions}
         self._undo: list[Callable[[], None]] = []
+        self._on_commit: list[Callable[[], None]] = []
 
     # -- what the operator will touch --------------------------------------------------------
 
@@ -107,6 +108,21 @@ class Transaction:
 
         self._undo.append(restore)
 
+    def on_commit(self, done: Callable[[], None]) -> None:
+        """Call ``done()`` once the operator has succeeded (:meth:`commit`): for what may only be
+        thrown away when nothing can fail any more, e.g. the earlier file a new one replaced."""
+        self._on_commit.append(done)
+
+    def commit(self) -> None:
+        """The operator succeeded: run the :meth:`on_commit` calls; nothing is rolled back after this."""
+        done, self._on_commit = self._on_commit, []
+        self._undo.clear()
+        for call in done:
+            try:
+                call()
+            except (OSError, ReferenceError, RuntimeError) as err:
+                print(f"Anim Signals: clean-up after success failed: {err}")
+
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Call ``undo()`` on rollback (after the values recorded before it, in reverse order)."""
         self._undo.append(undo)
@@ -130,6 +146,7 @@ class Transaction:
             except (ReferenceError, RuntimeError, TypeError, ValueError, AttributeError, KeyError) as err:
                 problems.append(str(err))
         self._undo.clear()
+        self._on_commit.clear()
         for name in self._before:
             collection = getattr(bpy.data, name)
             for id_data in [i for i in collection if i.as_pointer() not in self._before[name]]:
@@ -171,9 +188,11 @@ def current_transaction() -> Transaction:
 
 @contextmanager
 def transaction() -> Iterator[Transaction]:
-    """Run a block as a new transaction: on any exception, roll back, then let the exception go on."""
+    """Run a block as a new transaction: on any exception, roll back, then let the exception go on;
+    committed when the block ends normally."""
     with Transaction().running() as tx:
         yield tx
+    tx.commit()
 
 
 def transactional(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -189,6 +208,6 @@ def transactional(method: Callable[..., Any]) -> Callable[..., Any]:
             result = method(self, context, *args, **kwargs)
             if isinstance(result, set) and "CANCELLED" in result:
                 tx.rollback_and_log()
-            return result
+        return result
 
     return wrapper

@@ -3,11 +3,13 @@ or as one shape key per frame, on a new object ``"<target>.transfer"`` (or the t
 
 :func:`write_transfer` is the only step of a transfer that writes; it runs after every frame has
 been computed. The PC2 file is written first (to a temporary name, then renamed), so a failed
-write leaves the .blend unchanged.
+write leaves the .blend unchanged; an earlier cache it replaces is kept until the operator has
+succeeded and put back if a later step fails.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from ..blender_data.meshes import mesh_result_object, point_cache_path, set_mesh_cache, write_point_cache
 from ..blender_data.shape_keys import write_frame_shape_keys
+from ..common.transaction import current_transaction
 from .planning import TransferPlan
 
 __all__ = ["CACHE_MODIFIER", "KEY_PREFIX", "PROP", "TransferSummary", "write_transfer"]
@@ -82,6 +85,17 @@ def _summary(plan: TransferPlan, ob: Any, cache_path: str) -> TransferSummary:
     return s
 
 
+def _restore_file_if_failed(path: str, previous: str | None) -> None:
+    """The cache just written at ``path`` is taken back if the operator fails later (the earlier
+    file ``previous`` put back), and ``previous`` deleted once it succeeded."""
+    tx = current_transaction()
+    if previous is None:
+        tx.on_rollback(lambda: os.path.exists(path) and os.remove(path))
+        return
+    tx.on_rollback(lambda: os.replace(previous, path))
+    tx.on_commit(lambda: os.remove(previous))
+
+
 def write_transfer(plan: TransferPlan) -> tuple[Any, TransferSummary]:
     """Write the computed frames (``plan.result``): returns the object playing them and the summary.
 
@@ -98,7 +112,8 @@ def write_transfer(plan: TransferPlan) -> tuple[Any, TransferSummary]:
     warnings = []
     if plan.output == "PC2":
         path, stored, beside_blend = point_cache_path(name)
-        write_point_cache(path, frames, float(plan.frames[0]))
+        previous = write_point_cache(path, frames, float(plan.frames[0]), keep_previous=True)
+        _restore_file_if_failed(path, previous)
         if not beside_blend:
             warnings.append(f"The .blend is not saved: the cache is in the temp folder ({path}); save the .blend and "
                             "transfer again to keep it beside the .blend")

@@ -11,6 +11,7 @@ nothing behind.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -538,6 +539,31 @@ def test_transfer_result_not_finite_is_refused(scene, monkeypatch):
     monkeypatch.setattr(solving, "CorrespondenceTransfer", Overflowing)
     assert_refused(op("transfer_deformation", **TRANSFER, frame_start=1, frame_end=6, output="PC2"),
                    r"positions that are not finite at frame 4 \(2 frame\(s\)\)")
+
+
+def test_transfer_failing_after_the_cache_puts_the_earlier_cache_back(scene, monkeypatch):
+    """The PC2 is written before the modifier: a failure after it puts the earlier file back (and a
+    successful rerun leaves no '.previous' file behind)."""
+    _transfer_pair()
+    assert op("transfer_deformation", **TRANSFER, frame_start=1, frame_end=4, output="PC2")() == {"FINISHED"}
+    path = bpy.path.abspath(scene.anim_signals.last_transfer.cache_path)
+    with open(path, "rb") as f:
+        first = f.read()
+    writing = module("deformation_transfer.writing")
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("modifier refused (injected)")
+
+    monkeypatch.setattr(writing, "set_mesh_cache", failing)
+    with pytest.raises(RuntimeError, match="injected"):
+        op("transfer_deformation", **TRANSFER, frame_start=1, frame_end=6, output="PC2")()
+    with open(path, "rb") as f:
+        assert f.read() == first
+    monkeypatch.undo()
+    assert op("transfer_deformation", **TRANSFER, frame_start=1, frame_end=6, output="PC2")() == {"FINISHED"}
+    with open(path, "rb") as f:
+        assert f.read() != first
+    assert not os.path.exists(path + ".previous")
 
 
 def test_transfer_source_removed_while_transferring(scene):

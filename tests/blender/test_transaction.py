@@ -159,3 +159,18 @@ def test_data_removed_while_stepping_is_reported_and_taken_back(scene):
     assert op.execute(bpy.context) == {"CANCELLED"}
     assert op.reported == ({"ERROR"}, "removed while working")
     assert_same_state(before, snapshot_all())
+
+
+def test_commit_runs_the_clean_up_and_rollback_does_not(scene, tx_module):
+    calls = []
+    with tx_module.transaction() as tx:
+        tx.on_commit(lambda: calls.append("commit"))
+        tx.on_rollback(lambda: calls.append("rollback"))
+    assert calls == ["commit"]
+    calls.clear()
+    with pytest.raises(ValueError):
+        with tx_module.transaction() as tx:
+            tx.on_commit(lambda: calls.append("commit"))
+            tx.on_rollback(lambda: calls.append("rollback"))
+            raise ValueError("no")
+    assert calls == ["rollback"]
