@@ -90,7 +90,11 @@ def _restore_file_if_failed(path: str, previous: str | None) -> None:
     file ``previous`` put back), and ``previous`` deleted once it succeeded."""
     tx = current_transaction()
     if previous is None:
-        tx.on_rollback(lambda: os.path.exists(path) and os.remove(path))
+        def remove_new() -> None:
+            if os.path.exists(path):
+                os.remove(path)
+
+        tx.on_rollback(remove_new)
         return
     tx.on_rollback(lambda: os.replace(previous, path))
     tx.on_commit(lambda: os.remove(previous))
