@@ -5,14 +5,16 @@ rotations (channel name: ``'pose.bones["B"].rotation_euler[0]'``; locations and 
 units and left out). This module owns those names (:func:`pose_channel_name`,
 :func:`parse_pose_channel`), telling which kind an action is (:func:`action_kind`), and reading an
 action's named channels on whole frames / writing them as a new baked action
-(:func:`read_named_channels`, :func:`write_named_channels`), and setting a pose given by channel
+(:func:`read_named_channels`, :func:`write_named_channels`), a digest of their keys that any edit
+changes (:func:`channels_signature`), and setting a pose given by channel
 names on an object without keying it (:class:`NamedPoseWriter`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import bpy
@@ -84,6 +86,28 @@ def named_channel_curves(action: bpy.types.Action, kind: str, id_data: Any = Non
         elif _is_bone_rotation_path(fc.data_path):
             out[pose_channel_name(fc.data_path, fc.array_index)] = fc
     return out
+
+
+def channels_signature(actions: Iterable[bpy.types.Action], kind: str) -> str:
+    """A digest of everything that decides the named channels' values: per action its name, and per
+    channel its name, keys (frames, values, both handles, interpolation), extrapolation, muting and
+    modifier count. Any edit of a key changes it, not only a changed key count or frame range; one
+    ``foreach_get`` per key property (about 10 ms per million keys), no sampling."""
+    digest = hashlib.blake2b(digest_size=16)
+    for action in actions:
+        digest.update(f"\x00{action.name}".encode())
+        for name, fc in named_channel_curves(action, kind).items():
+            kps = fc.keyframe_points
+            n = len(kps)
+            digest.update(f"\x01{name}|{n}|{fc.extrapolation}|{fc.mute}|{len(fc.modifiers)}".encode())
+            pairs = np.empty(2 * n, dtype=np.float32)
+            for prop in ("co", "handle_left", "handle_right"):
+                kps.foreach_get(prop, pairs)
+                digest.update(pairs.tobytes())
+            modes = np.empty(n, dtype=np.int32)
+            kps.foreach_get("interpolation", modes)
+            digest.update(modes.tobytes())
+    return digest.hexdigest()
 
 
 def read_named_channels(action: bpy.types.Action, kind: str, names: Sequence[str] | None = None,

@@ -3,7 +3,8 @@
 The database stored on the scene (``scene.anim_signals.motion_db``) is only a list of action names,
 their kind (shape-key or armature actions) and channel names: the actions are the truth. The core
 ``MotionDatabase`` (and its kd-trees) is built from them on demand and cached for the session, keyed
-by a signature of the actions (names, key counts, frame ranges), so edits rebuild it.
+by a digest of the channels' keys (:func:`~..blender_data.named_channels.channels_signature`), so
+any edit of a key rebuilds it, not only one that changes a key count or frame range.
 """
 
 from __future__ import annotations
@@ -12,10 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 import bpy
+import numpy as np
 
 from ...anim_signals.motiondb import MotionDatabase
-from ..blender_data.actions import actions_signature
-from ..blender_data.named_channels import action_kind, named_channel_curves, read_named_channels
+from ..blender_data.named_channels import (
+    action_kind,
+    channels_signature,
+    named_channel_curves,
+    read_named_channels,
+)
 from ..common import InputError
 from ..common.text import short_list
 
@@ -26,6 +32,7 @@ __all__ = [
     "build_database",
     "candidate_actions",
     "clear_cache",
+    "database_actions",
     "store_database",
     "stored_database",
 ]
@@ -35,6 +42,9 @@ LIVE_SUFFIX = ".live"
 
 # Scene name -> (signature of the database's actions and channels, the core database built from them).
 _CACHE: dict[str, tuple[tuple, MotionDatabase]] = {}
+MAX_FRAMES = 2_000_000
+"""Database frames (whole frames of every action): a stray key far from the rest would otherwise
+have every frame in between sampled."""
 
 
 class MotionDBError(InputError):
@@ -75,12 +85,24 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
         channels = common
     if not channels:
         raise MotionDBError("The actions have no channel in common")
+    total = 0
+    for a, curves in zip(actions, per_action, strict=True):
+        frames = [float(fc.keyframe_points[i].co[0]) for fc in curves.values() for i in (0, -1)]
+        total += int(max(frames) - min(frames)) + 1 if frames else 0
+        if total > MAX_FRAMES:
+            raise MotionDBError(f'The actions up to "{a.name}" span {total} frames; a motion database holds at most '
+                                f"{MAX_FRAMES} (a stray key far from the rest?)")
     clips = []
     for a in actions:
-        _, values, names = read_named_channels(a, kind, channels)
+        frames, values, names = read_named_channels(a, kind, channels)
         if len(names) != len(channels):
             missing = [n for n in channels if n not in names]
             raise MotionDBError(f'Action "{a.name}" lacks database channel(s): {short_list(missing)}')
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            raise MotionDBError(f'Action "{a.name}" has a non-finite value ({values[row, col]:g}) in channel '
+                                f'"{names[col]}" at frame {frames[row]:g}: fix or leave out that action')
         clips.append(values)
     try:
         db = MotionDatabase.from_clips(clips, list(channels), [a.name for a in actions])
@@ -89,8 +111,17 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
     return db, warnings
 
 
+def _signature(kind: str, channels, actions) -> tuple:
+    return (kind, tuple(channels), channels_signature(actions, kind))
+
+
 def _remember(scene, kind: str, db: MotionDatabase, actions) -> None:
-    _CACHE[scene.name] = ((kind, tuple(db.channels), actions_signature(actions)), db)
+    _CACHE[scene.name] = (_signature(kind, db.channels, actions), db)
+
+
+def database_actions(scene) -> set[str]:
+    """The names of the actions the scene's database is built from (empty without one)."""
+    return {item.name for item in scene.anim_signals.motion_db.actions}
 
 
 def stored_database(scene) -> MotionDatabase:
@@ -106,7 +137,7 @@ def stored_database(scene) -> MotionDatabase:
         actions.append(act)
     channels = record.channel_names()
     hit = _CACHE.get(scene.name)
-    if hit is not None and hit[0] == (record.kind, tuple(channels), actions_signature(actions)):
+    if hit is not None and hit[0] == _signature(record.kind, channels, actions):
         return hit[1]
     db, _ = build_database(actions, record.kind, channels)
     _remember(scene, record.kind, db, actions)
@@ -119,7 +150,7 @@ def store_database(scene, db: MotionDatabase, kind: str, actions, object_name: s
     scene.anim_signals.motion_db.store(db, kind, object_name)
     for name in db.clip_names:
         act = bpy.data.actions.get(name)
-        if act is not None:
+        if act is not None and act.library is None:  # a linked action is kept by its library
             act.use_fake_user = True
     _remember(scene, kind, db, actions)
 

@@ -5,7 +5,10 @@ duplicate ``<name>.live`` and installs the ``frame_change_post`` handler; :func:
 evaluates the query curves at the scene's frame, steps the core ``Reconstructor`` (a jump that is
 not +1 frame restarts the graph: streaming, no look-ahead) and sets the pose on the duplicate.
 The state lives in this module for the session; ``window_manager.anim_signals.motion_db_live``
-shows it (runtime only). Opening a file drops the handler and the state.
+shows it (runtime only). Opening a file drops the handler and the state. An edit of a database
+action (seen by a ``depsgraph_update_post`` handler, so playing costs no check per frame) makes the
+next frame take the database again (rebuilt when its keys changed: its content digest); a
+database rebuilt with other channels stops the live mode.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ..blender_data.meshes import live_duplicate
 from ..blender_data.named_channels import NamedPoseWriter
 from ..blender_data.shape_keys import key_block_names
 from ..common.text import short_list
-from .database import LIVE_SUFFIX
+from .database import LIVE_SUFFIX, MotionDBError, database_actions, stored_database
 from .properties import SHAPE_KEYS
 from .reconstruct import QueryPlan, plan_query
 
@@ -42,6 +45,7 @@ class LiveState:
     writer: NamedPoseWriter
     last_frame: int | None = None
     frames_done: int = 0
+    stale: bool = False  # a database action was edited: take the database again before the next frame
 
 
 # Scene name -> its running live reconstruction.
@@ -66,6 +70,8 @@ def live_step(scene) -> float | None:
     state = _LIVE.get(scene.name)
     if state is None:
         return None
+    if state.stale:
+        _refresh_database(scene, state)
     frame = int(scene.frame_current)
     if state.last_frame is None or frame != state.last_frame + 1:
         state.reconstructor.reset()  # a jump: the graph restarts (streaming, no look-ahead)
@@ -86,24 +92,55 @@ def live_step(scene) -> float | None:
     return ms
 
 
+def _refresh_database(scene, state: LiveState) -> None:
+    """Take the scene's database again (cached while its actions' keys are unchanged); a changed one
+    restarts the graph. Raises MotionDBError when it no longer fits the live query."""
+    state.stale = False
+    db = stored_database(scene)
+    if db is state.plan.db:
+        return
+    if list(db.channels) != list(state.plan.db.channels):
+        raise MotionDBError("the motion database was rebuilt with other channels: start the live mode again")
+    state.plan.db = db
+    state.reconstructor = Reconstructor(db, state.plan.params, state.plan.query_channels)
+    state.last_frame = None
+
+
 def _on_frame_change(scene, depsgraph=None) -> None:
     if scene.name not in _LIVE:
         return
     try:
         live_step(scene)
-    except (ReferenceError, ValueError) as err:  # data removed or changed under the live mode
+    except (ReferenceError, ValueError, MotionDBError) as err:  # data removed or changed under the live mode
         stop_live(scene)
         print(f"Anim Signals: live reconstruction stopped: {err}")
 
 
+def _on_depsgraph_update(scene, depsgraph=None) -> None:
+    state = _LIVE.get(getattr(scene, "name", ""))
+    if state is None or depsgraph is None or state.stale:
+        return
+    names = database_actions(scene)
+    for update in depsgraph.updates:
+        if isinstance(update.id, bpy.types.Action) and update.id.name in names:
+            state.stale = True
+            return
+
+
+_HANDLERS = ((bpy.app.handlers.frame_change_post, _on_frame_change),
+             (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update))
+
+
 def _ensure_handler() -> None:
-    if _on_frame_change not in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.append(_on_frame_change)
+    for handlers, handler in _HANDLERS:
+        if handler not in handlers:
+            handlers.append(handler)
 
 
 def _remove_handler() -> None:
-    while _on_frame_change in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.remove(_on_frame_change)
+    for handlers, handler in _HANDLERS:
+        while handler in handlers:
+            handlers.remove(handler)
 
 
 def start_live(context, output: str, **query_settings) -> LiveState:
@@ -124,7 +161,11 @@ def start_live(context, output: str, **query_settings) -> LiveState:
     _LIVE[context.scene.name] = state
     _ensure_handler()
     _status().start(dup.name)
-    live_step(context.scene)
+    try:
+        live_step(context.scene)
+    except BaseException:
+        stop_live(context.scene)  # the caller's transaction removes the duplicate
+        raise
     return state
 
 

@@ -7,6 +7,7 @@ mesh with ARKit-named shape keys, or on a generated face. Raises :class:`LiveLin
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -20,6 +21,8 @@ from ..blender_data.meshes import new_face_object
 from ..blender_data.named_channels import write_named_channels
 from ..blender_data.shape_keys import key_block_names
 from ..common import InputError
+from ..common.text import short_list
+from ..common.transaction import current_transaction
 from .properties import SHAPE_KEYS
 
 __all__ = ["FACE_NAME", "ImportSummary", "LiveLinkImportError", "arkit_target", "create_face", "import_live_link"]
@@ -58,9 +61,82 @@ def arkit_target(ob) -> dict[str, str] | None:
     return mapping or None
 
 
+CELL_LIMIT = 10.0
+"""Largest blendshape weight taken from a CSV cell: Blender's widest shape-key slider range. ARKit
+weights lie in [0, 1]; a cell beyond this (1e308, say) is a damaged cell, not a pose."""
+
+
+def _usable_columns(rec, mapping: dict[str, str], filename: str) -> tuple[list[int], np.ndarray, list[str]]:
+    """The ARKit columns of ``rec`` that hold numbers: their indices, their values with damaged
+    cells (non-finite or beyond :data:`CELL_LIMIT`) as missing, and warnings. Raises
+    :class:`LiveLinkImportError` when no ARKit column can be used, naming why."""
+    cols = [j for j, n in enumerate(rec.names) if n in mapping]
+    if not cols:
+        raise LiveLinkImportError(f"{filename} has no ARKit blendshape columns (its columns: "
+                                  f"{short_list(rec.names)})")
+    values = np.array(rec.values[:, cols], dtype=np.float64)
+    warnings: list[str] = []
+    with np.errstate(invalid="ignore"):
+        damaged = np.isfinite(values) & (np.abs(values) > CELL_LIMIT)
+    if damaged.any():
+        hit = [rec.names[cols[j]] for j in np.flatnonzero(damaged.any(axis=0))]
+        warnings.append(f"{int(damaged.sum())} cell(s) beyond +-{CELL_LIMIT:g} (not a blendshape weight) treated as "
+                        f"missing and filled from their neighbours: {short_list(hit)}")
+        values[damaged] = np.nan
+    empty = ~np.isfinite(values).any(axis=0)
+    if empty.all():
+        raise LiveLinkImportError(f"{filename}: no ARKit blendshape column holds a number (every cell empty or text): "
+                                  f"{short_list([rec.names[j] for j in cols])}")
+    if empty.any():
+        warnings.append(f"{int(empty.sum())} ARKit column(s) without a single number left out: "
+                        f"{short_list([rec.names[cols[j]] for j in np.flatnonzero(empty)])}")
+        keep = ~empty
+        cols = [c for c, ok in zip(cols, keep, strict=True) if ok]
+        values = values[:, keep]
+    return cols, values, warnings
+
+
+def _resample_columns(rec, values: np.ndarray, fps: float, max_gap: float):
+    """Each column resampled on its own (:func:`livelink.resample`): a cell missing in one channel
+    does not make the whole row missing for the others. Returns (times, values, frames filled in
+    some channel, of them in long gaps)."""
+    parts = [livelink.resample(rec.times, values[:, [j]], fps, max_gap=max_gap, rate=rec.rate)
+             for j in range(values.shape[1])]
+    out = np.column_stack([p.values[:, 0] for p in parts])
+    filled = np.logical_or.reduce([p.filled for p in parts])
+    long_gap = np.logical_or.reduce([p.long_gap for p in parts])
+    return parts[0].times, out, int(filled.sum()), int(long_gap.sum())
+
+
+def _take_summary(rec, values: np.ndarray) -> str:
+    """The take for a report (the rows without data counted on the channels imported)."""
+    text = f"{rec.n_frames} frames, {rec.rate:.3g} fps, {rec.duration:.2f} s"
+    if rec.gaps:
+        text += f"; {rec.dropped_frames} dropped frame(s) in {len(rec.gaps)} gap(s)"
+    missing_rows = int((~np.isfinite(values)).any(axis=1).sum())
+    if missing_rows:
+        text += f"; {missing_rows} row(s) without tracking data (NaN)"
+    if rec.duplicates:
+        text += f"; {rec.duplicates} repeated timecode(s) dropped"
+    return text
+
+
+def _target_refusal(ob) -> str | None:
+    """Why the shape keys of the ARKit mesh ``ob`` cannot take a new action (read-only, tweak mode)."""
+    key = ob.data.shape_keys
+    reason = id_read_only_reason(ob, ob.data, key)
+    if reason is None and getattr(getattr(key, "animation_data", None), "use_tweak_mode", False):
+        reason = f'The shape keys of "{ob.name}" are in NLA tweak mode: exit tweak mode first'
+    return reason
+
+
 def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_range: bool = True,
                      max_gap: float = 0.25, create: bool = True) -> ImportSummary:
     """Import one Live Link Face CSV take as shape-key animation.
+
+    Every check comes before anything is written (the face is generated last); the caller runs it
+    in a transaction (the operator is ``@transactional``), so a failure while writing leaves
+    nothing either.
 
     Parameters
     ----------
@@ -79,10 +155,14 @@ def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_
     Raises
     ------
     LiveLinkImportError
-        Missing or unreadable file, no ARKit columns, no target, or a read-only target.
+        Missing or unreadable file, no usable ARKit columns, no target, a read-only target or one in
+        NLA tweak mode, frames outside Blender's range.
     """
     if not filepath or not os.path.isfile(bpy.path.abspath(filepath)):
         raise LiveLinkImportError(f"No such file: {filepath!r}")
+    if not (math.isfinite(max_gap) and max_gap >= 0.0):
+        raise LiveLinkImportError(f"Max Gap must be zero or a positive number of seconds, got {max_gap:g}")
+    filename = os.path.basename(filepath)
     try:
         rec = livelink.read_csv(bpy.path.abspath(filepath))
     except livelink.LiveLinkError as err:
@@ -93,32 +173,39 @@ def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_
     if mapping is None:
         if not create:
             raise LiveLinkImportError("The active object is not a mesh with ARKit-named shape keys")
+        ob = None  # a face generated below, once the take is known to be good
+        mapping = {n: n for n in livelink.ARKIT_BLENDSHAPES}
+    elif (reason := _target_refusal(ob)) is not None:
+        raise LiveLinkImportError(reason)
+    cols, values, warnings = _usable_columns(rec, mapping, filename)
+    fps = scene_fps(scene)
+    try:
+        times, res_values, n_filled, n_long_gap = _resample_columns(rec, values, fps, max_gap)
+    except ValueError as err:
+        raise LiveLinkImportError(f"{filename}: {err}") from err
+    frames = frame_start + np.arange(times.size, dtype=np.float64)
+    limit = int(bpy.types.Scene.bl_rna.properties["frame_end"].hard_max)
+    if frames[0] < -limit or frames[-1] > limit:
+        raise LiveLinkImportError(f"The take's frames {frames[0]:g}-{frames[-1]:g} lie outside Blender's frames "
+                                  f"-{limit}..{limit}: choose another Start Frame")
+    if ob is None:
         ob = create_face(FACE_NAME)
         context.view_layer.objects.active = ob
         ob.select_set(True)
-        mapping = arkit_target(ob)
-        assert mapping is not None
-    if (reason := id_read_only_reason(ob)) is not None:
-        raise LiveLinkImportError(reason)
-    cols = [j for j, n in enumerate(rec.names) if n in mapping]
-    if not cols:
-        raise LiveLinkImportError(f"{os.path.basename(filepath)} has no ARKit blendshape columns")
-    fps = scene_fps(scene)
-    try:
-        res = livelink.resample(rec.times, rec.values[:, cols], fps, max_gap=max_gap, rate=rec.rate)
-    except ValueError as err:
-        raise LiveLinkImportError(f"{os.path.basename(filepath)}: {err}") from err
-    frames = frame_start + np.arange(res.times.size, dtype=np.float64)
+        mapping = arkit_target(ob) or mapping
     names = [mapping[rec.names[j]] for j in cols]
     key = ob.data.shape_keys
-    stem = os.path.splitext(os.path.basename(filepath))[0]
-    action = write_named_channels(key, stem, SHAPE_KEYS, frames, res.values, names)
-    action["anim_signals_source"] = os.path.basename(filepath)
+    stem = os.path.splitext(filename)[0]
+    tx = current_transaction()
+    tx.keep_action(key)
+    action = write_named_channels(key, stem, SHAPE_KEYS, frames, res_values, names)
+    action["anim_signals_source"] = filename
     if set_frame_range:
+        tx.keep(scene, "frame_start", "frame_end")
         scene.frame_start, scene.frame_end = int(frames[0]), int(frames[-1])
-    msgs = [f"{stem}: {rec.summary()}; resampled to {fps:g} fps ({frames.size} frames)"]
-    if rec.gaps or rec.nan_rows.size:
-        msgs.append(f"{res.n_filled} frame(s) filled by linear interpolation"
-                    + (f", {res.n_long_gap} of them in gaps longer than {max_gap:g} s" if res.n_long_gap else ""))
-    msgs += rec.warnings
+    msgs = [f"{stem}: {_take_summary(rec, values)}; resampled to {fps:g} fps ({frames.size} frames)"]
+    if n_filled:
+        msgs.append(f"{n_filled} frame(s) filled by linear interpolation"
+                    + (f", {n_long_gap} of them in gaps longer than {max_gap:g} s" if n_long_gap else ""))
+    msgs += rec.warnings + warnings
     return ImportSummary(ob.name, action.name, int(frames.size), len(names), msgs)

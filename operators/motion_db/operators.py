@@ -13,8 +13,7 @@ import time
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
-from ..blender_data.actions import id_read_only_reason
-from ..common import SettingsOperator, StepwiseOperator, as_keywords
+from ..common import SettingsOperator, StepwiseOperator, as_keywords, transactional
 from ..common.menus import add_to_menus, remove_from_menus
 from ..common.polls import has_active_object
 from ..common.text import parse_names
@@ -29,7 +28,7 @@ from .properties import (
     SHAPE_KEYS,
     ReconstructSettings,
 )
-from .reconstruct import QueryPlan, iter_reconstruct, plan_query, write_reconstruction
+from .reconstruct import QueryPlan, iter_reconstruct, plan_query, query_refusal, write_reconstruction
 
 __all__ = [
     "ANIM_SIGNALS_OT_build_motion_database",
@@ -55,6 +54,7 @@ class ANIM_SIGNALS_OT_import_live_link_csv(bpy.types.Operator):
         default=0.25, min=0.0, unit="TIME_ABSOLUTE",
     )
 
+    @transactional
     def execute(self, context):
         try:
             s = import_live_link(context, self.filepath, frame_start=self.frame_start,
@@ -88,6 +88,7 @@ class ANIM_SIGNALS_OT_build_motion_database(bpy.types.Operator):
         default="",
     )
 
+    @transactional
     def execute(self, context):
         t0 = time.perf_counter()
         try:
@@ -98,6 +99,8 @@ class ANIM_SIGNALS_OT_build_motion_database(bpy.types.Operator):
             return {"CANCELLED"}
         ob = context.active_object
         store_database(context.scene, db, self.kind, actions, ob.name if ob is not None else "")
+        if (state := live_state(context.scene)) is not None:
+            state.stale = True  # the live mode takes the new database on its next frame
         for w in warnings:
             self.report({"WARNING"}, w)
         self.report({"INFO"}, f"Motion database: {db.n_clips} clip(s), {db.n_frames} frames, {len(db.channels)} channels "
@@ -132,7 +135,7 @@ class ANIM_SIGNALS_OT_reconstruct_motion(ReconstructSettings, StepwiseOperator, 
         plan = plan_query(context, **as_keywords(self, QUERY_SETTINGS))
         if not plan.frames.size:
             raise MotionDBError("The query action has no frames")
-        if (reason := id_read_only_reason(plan.id_data)) is not None:
+        if (reason := query_refusal(context.active_object, plan.id_data)) is not None:
             raise MotionDBError(reason)
         return plan
 
@@ -165,6 +168,7 @@ class ANIM_SIGNALS_OT_motion_db_live(ReconstructSettings, SettingsOperator, bpy.
     def stored_settings(cls, context):
         return context.scene.anim_signals.motion_db
 
+    @transactional  # a start that fails after making the duplicate removes it
     def execute(self, context):
         running = live_state(context.scene) is not None
         if self.action == "STOP" or (self.action == "TOGGLE" and running):

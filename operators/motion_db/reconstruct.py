@@ -16,14 +16,16 @@ import numpy as np
 
 from ...anim_signals.motiondb import MotionDatabase, OLNGParams, is_eye_channel, match_names
 from ...anim_signals.motiondb import iter_reconstruct as iter_batch
-from ..blender_data.actions import action_frame_range, get_action
+from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
 from ..blender_data.fcurves import sample_curves
 from ..blender_data.named_channels import named_channel_curves, write_named_channels
 from ..common.text import parse_names, short_list
+from ..common.transaction import current_transaction
 from .database import RECONSTRUCTED_SUFFIX, MotionDBError, stored_database
 from .properties import SHAPE_KEYS
 
-__all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "write_reconstruction"]
+__all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "query_refusal",
+           "write_reconstruction"]
 
 
 def query_id(ob, kind: str):
@@ -38,6 +40,17 @@ def query_id(ob, kind: str):
     if ob.type != "ARMATURE":
         raise MotionDBError(f'"{ob.name}" is not an armature (the database holds armature actions)')
     return ob
+
+
+def query_refusal(ob, id_data) -> str | None:
+    """Why a reconstruction cannot write a new action onto the query's ID (the armature ``ob`` or
+    its mesh's shape keys): read-only data or NLA tweak mode (Blender then refuses to assign an
+    action). None when it can."""
+    reason = id_read_only_reason(ob, id_data)
+    if reason is None and tweak_mode_reason(id_data):
+        reason = (tweak_mode_reason(ob) if id_data == ob
+                  else f'The shape keys of "{ob.name}" are in NLA tweak mode: exit tweak mode first')
+    return reason
 
 
 @dataclass
@@ -126,10 +139,22 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
     values = np.empty((0, len(q_names)))
     if sample:
         lo, hi = action_frame_range(action, q_curves)
+        if hi - lo + 1 > MAX_QUERY_FRAMES:
+            raise MotionDBError(f'The query action "{action.name}" spans frames {lo}-{hi} ({hi - lo + 1} frames); a '
+                                f"reconstruction reads at most {MAX_QUERY_FRAMES} (a stray key far away?)")
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         _, values = sample_curves(q_curves, frames)
+        bad = np.isinf(values)
+        if bad.any():  # NaN is a missing query value already; an infinite one is no value either
+            hit = [q_names[j] for j in np.flatnonzero(bad.any(axis=0))]
+            warnings.append(f"{int(bad.sum())} infinite query value(s) treated as missing: {short_list(hit)}")
+            values[bad] = np.nan
     out_names = [matched.get(n, n) for n in db.channels]
     return QueryPlan(db, kind, id_data, action, q_curves, q_names, out_names, frames, values, params, warnings)
+
+
+MAX_QUERY_FRAMES = 1_000_000
+"""Whole frames a query action may span (sampled and written once each): 11.5 hours at 24 fps."""
 
 
 def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, None]:
@@ -143,6 +168,8 @@ def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, Non
     if not stepped.any():
         raise ValueError("every query frame has NaN values")
     poses = batch.best if output == "BEST_PATH" else batch.poses
+    if not np.all(np.isfinite(poses)):
+        raise ValueError("the database gave non-finite poses (are its actions' values finite?): nothing written")
     plan.result = ReconstructResult(poses, batch.best_length, batch.seconds[stepped].sum(axis=1))
 
 
@@ -152,6 +179,7 @@ def write_reconstruction(scene, plan: QueryPlan, output: str) -> str:
     result = plan.result
     assert result is not None, "iter_reconstruct has not finished"
     name = f"{plan.action.name}{RECONSTRUCTED_SUFFIX}"
+    current_transaction().keep_action(plan.id_data)
     action = write_named_channels(plan.id_data, name, plan.kind, plan.frames, result.poses, plan.output_names)
     action["anim_signals_output"] = output
     scene.anim_signals.motion_db.store_result(
