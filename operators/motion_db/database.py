@@ -87,8 +87,8 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
         raise MotionDBError("The actions have no channel in common")
     total = 0
     for a, curves in zip(actions, per_action, strict=True):
-        frames = [float(fc.keyframe_points[i].co[0]) for fc in curves.values() for i in (0, -1)]
-        total += int(max(frames) - min(frames)) + 1 if frames else 0
+        ends = [float(fc.keyframe_points[i].co[0]) for fc in curves.values() for i in (0, -1)]
+        total += int(max(ends) - min(ends)) + 1 if ends else 0
         if total > MAX_FRAMES:
             raise MotionDBError(f'The actions up to "{a.name}" span {total} frames; a motion database holds at most '
                                 f"{MAX_FRAMES} (a stray key far from the rest?)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 import bpy
 import numpy as np
@@ -184,7 +185,8 @@ def import_live_link(context, filepath: str, *, frame_start: int = 1, set_frame_
     except ValueError as err:
         raise LiveLinkImportError(f"{filename}: {err}") from err
     frames = frame_start + np.arange(times.size, dtype=np.float64)
-    limit = int(bpy.types.Scene.bl_rna.properties["frame_end"].hard_max)
+    frame_end: Any = bpy.types.Scene.bl_rna.properties["frame_end"]
+    limit = int(frame_end.hard_max)
     if frames[0] < -limit or frames[-1] > limit:
         raise LiveLinkImportError(f"The take's frames {frames[0]:g}-{frames[-1]:g} lie outside Blender's frames "
                                   f"-{limit}..{limit}: choose another Start Frame")
