@@ -28,6 +28,7 @@ from ..common.text import short_list
 __all__ = [
     "LIVE_SUFFIX",
     "RECONSTRUCTED_SUFFIX",
+    "VALUE_LIMIT",
     "MotionDBError",
     "build_database",
     "candidate_actions",
@@ -42,6 +43,9 @@ LIVE_SUFFIX = ".live"
 
 # Scene name -> (signature of the database's actions and channels, the core database built from them).
 _CACHE: dict[str, tuple[tuple, MotionDatabase]] = {}
+VALUE_LIMIT = 1e6
+"""Largest magnitude of a database value (radians or shape-key weights): Blender stores an infinite
+key as 3.4e38, finite but no pose, and it would overflow every distance of the search."""
 MAX_FRAMES = 2_000_000
 """Database frames (whole frames of every action): a stray key far from the rest would otherwise
 have every frame in between sampled."""
@@ -98,11 +102,13 @@ def build_database(actions, kind: str, channels: Sequence[str] | None = None) ->
         if len(names) != len(channels):
             missing = [n for n in channels if n not in names]
             raise MotionDBError(f'Action "{a.name}" lacks database channel(s): {short_list(missing)}')
-        bad = ~np.isfinite(values)
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(values) | (np.abs(values) > VALUE_LIMIT)
         if bad.any():
             row, col = (int(i) for i in np.argwhere(bad)[0])
-            raise MotionDBError(f'Action "{a.name}" has a non-finite value ({values[row, col]:g}) in channel '
-                                f'"{names[col]}" at frame {frames[row]:g}: fix or leave out that action')
+            raise MotionDBError(f'Action "{a.name}" has a non-finite or extreme value ({values[row, col]:g}, beyond '
+                                f'+-{VALUE_LIMIT:g}) in channel "{names[col]}" at frame {frames[row]:g}: fix or leave '
+                                "out that action")
         clips.append(values)
     try:
         db = MotionDatabase.from_clips(clips, list(channels), [a.name for a in actions])

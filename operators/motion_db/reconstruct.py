@@ -21,7 +21,7 @@ from ..blender_data.fcurves import sample_curves
 from ..blender_data.named_channels import named_channel_curves, write_named_channels
 from ..common.text import parse_names, short_list
 from ..common.transaction import current_transaction
-from .database import RECONSTRUCTED_SUFFIX, MotionDBError, stored_database
+from .database import RECONSTRUCTED_SUFFIX, VALUE_LIMIT, MotionDBError, stored_database
 from .properties import SHAPE_KEYS
 
 __all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "query_refusal",
@@ -144,10 +144,12 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
                                 f"reconstruction reads at most {MAX_QUERY_FRAMES} (a stray key far away?)")
         frames = np.arange(lo, hi + 1, dtype=np.float64)
         _, values = sample_curves(q_curves, frames)
-        bad = np.isinf(values)
-        if bad.any():  # NaN is a missing query value already; an infinite one is no value either
+        with np.errstate(invalid="ignore"):
+            bad = np.isinf(values) | (np.abs(values) > VALUE_LIMIT)
+        if bad.any():  # NaN is a missing query value already; an infinite or extreme one is no value either
             hit = [q_names[j] for j in np.flatnonzero(bad.any(axis=0))]
-            warnings.append(f"{int(bad.sum())} infinite query value(s) treated as missing: {short_list(hit)}")
+            warnings.append(f"{int(bad.sum())} infinite or extreme query value(s) (beyond +-{VALUE_LIMIT:g}) treated "
+                            f"as missing: {short_list(hit)}")
             values[bad] = np.nan
     out_names = [matched.get(n, n) for n in db.channels]
     return QueryPlan(db, kind, id_data, action, q_curves, q_names, out_names, frames, values, params, warnings)

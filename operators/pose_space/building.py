@@ -38,7 +38,11 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
     :class:`PoseSpace` (also in ``plan.space``). Raises :class:`PoseSpaceInputError` (topology
     change, static sequence, core refusal); nothing in Blender is changed."""
     ob = plan.source_object
-    z, labels = yield from read_frames(plan)
+    try:
+        z, labels = yield from read_frames(plan)
+    except ReferenceError as err:  # the source was removed between two steps of a modal build
+        raise PoseSpaceInputError(f'The source object "{plan.object_name}" was removed while its frames were '
+                                  "read: nothing written") from err
     bad = ~np.isfinite(z)
     if bad.any():
         row, col = np.argwhere(bad)[0]
