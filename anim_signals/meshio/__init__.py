@@ -6,6 +6,6 @@ meshcache
     Read and write PC2 and MDD point caches.
 """
 
-from .meshcache import read_mdd, read_pc2, write_mdd, write_pc2
+from .meshcache import CacheHeader, read_cache_header, read_mdd, read_pc2, write_mdd, write_pc2
 
-__all__ = ["read_mdd", "read_pc2", "write_mdd", "write_pc2"]
+__all__ = ["CacheHeader", "read_cache_header", "read_mdd", "read_pc2", "write_mdd", "write_pc2"]

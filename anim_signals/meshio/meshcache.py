@@ -9,12 +9,80 @@ from __future__ import annotations
 import math
 import os
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["read_mdd", "read_pc2", "write_mdd", "write_pc2"]
+__all__ = ["CacheHeader", "read_cache_header", "read_mdd", "read_pc2", "write_mdd", "write_pc2"]
 
 _PC2_SIGNATURE = b"POINTCACHE2\0"
+
+
+class CacheHeader(NamedTuple):
+    """What a point-cache file's header says, and how many bytes the file really has."""
+
+    n_vertices: int
+    n_samples: int
+    expected_bytes: int  # the size the header promises
+    actual_bytes: int
+
+    @property
+    def whole_samples(self) -> int:
+        """Complete samples in the file (fewer than ``n_samples`` when it is truncated)."""
+        body = self.expected_bytes - 12 * self.n_vertices * self.n_samples  # header (+ MDD time table)
+        return max(0, min(self.n_samples, (self.actual_bytes - body) // (12 * self.n_vertices)))
+
+
+def read_cache_header(path: str | os.PathLike, cache_format: str) -> CacheHeader:
+    """Read only the header of a PC2 or MDD file (the file itself can be gigabytes).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    cache_format : {"PC2", "MDD"}
+
+    Returns
+    -------
+    CacheHeader
+        Vertex and sample counts, and the promised and real file sizes: a file is truncated when
+        ``actual_bytes < expected_bytes``.
+
+    Raises
+    ------
+    ValueError
+        If ``cache_format`` is neither, or the header is missing or damaged (the message says which,
+        without the path: callers name the file their own way).
+    OSError
+        If the file cannot be read.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     path = os.path.join(folder, "cloth.pc2")
+    ...     write_pc2(path, np.zeros((4, 10, 3)))
+    ...     header = read_cache_header(path, "PC2")
+    >>> header.n_samples, header.n_vertices, header.expected_bytes == header.actual_bytes
+    (4, 10, True)
+    """
+    if cache_format not in ("PC2", "MDD"):
+        raise ValueError(f"cache_format must be 'PC2' or 'MDD', got {cache_format!r}")
+    with open(path, "rb") as fh:
+        head = fh.read(32 if cache_format == "PC2" else 8)
+    if cache_format == "PC2":
+        if len(head) < 32 or head[:12] != _PC2_SIGNATURE:
+            raise ValueError("is not a PC2 file (no POINTCACHE2 header)")
+        _, n_vert, _, _, n_samples = struct.unpack("<iiffi", head[12:32])
+        size = 32 + 12 * n_vert * n_samples
+    else:
+        if len(head) < 8:
+            raise ValueError("is not an MDD file (no header)")
+        n_samples, n_vert = struct.unpack(">ii", head)
+        size = 8 + 4 * n_samples + 12 * n_vert * n_samples
+    if n_vert <= 0 or n_samples <= 0:
+        raise ValueError(f"has a damaged header ({n_vert} vertices, {n_samples} samples)")
+    return CacheHeader(int(n_vert), int(n_samples), int(size), os.path.getsize(path))
 
 
 def read_pc2(path: str | os.PathLike) -> tuple[np.ndarray, float, float]:

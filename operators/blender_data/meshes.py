@@ -25,7 +25,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...anim_signals.meshio import read_mdd, read_pc2, write_pc2
+from ...anim_signals.meshio import read_cache_header, write_pc2
 from .actions import get_action
 from .frames import visiting_frames
 from .shape_keys import read_key_block_coords, write_shape_key_basis
@@ -87,11 +87,12 @@ def _cache_samples(path: str, cache_format: str) -> int | None:
     if cache_format not in ("PC2", "MDD"):
         return None
     try:
-        path = bpy.path.abspath(path)
-        samples = read_pc2(path)[0] if cache_format == "PC2" else read_mdd(path)[0]
+        header = read_cache_header(bpy.path.abspath(path), cache_format)
     except (OSError, ValueError):
         return None
-    return int(samples.shape[0]) or None
+    if header.actual_bytes < header.expected_bytes:
+        return None  # truncated: the tools refuse it with their own message
+    return header.n_samples
 
 
 def mesh_cache_frame_range(ob: bpy.types.Object) -> tuple[int, int] | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import struct
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ import numpy as np
 
 from ...anim_signals import posespace
 from ...anim_signals.channels import radian_weights
+from ...anim_signals.meshio import read_cache_header
 from ...anim_signals.posespace import PoseSpace
 from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
 from ..blender_data.armatures import figure_height, pose_bone_fcurves, read_action_matrix
@@ -115,26 +115,6 @@ def _auto_source(ob) -> str:
     )
 
 
-def _point_cache_counts(path: str, cache_format: str) -> tuple[int, int, int]:
-    """(vertices, samples, bytes the header promises) of a PC2 / MDD file, from its header only
-    (the whole file can be gigabytes). Raises ValueError naming what is wrong, OSError."""
-    with open(path, "rb") as fh:
-        head = fh.read(32 if cache_format == "PC2" else 8)
-    if cache_format == "PC2":
-        if len(head) < 32 or head[:12] != b"POINTCACHE2\0":
-            raise ValueError("is not a PC2 file (no POINTCACHE2 header)")
-        _, n_vert, _, _, n_samples = struct.unpack("<iiffi", head[12:32])
-        size = 32 + 12 * n_vert * n_samples
-    else:
-        if len(head) < 8:
-            raise ValueError("is not an MDD file (no header)")
-        n_samples, n_vert = struct.unpack(">ii", head)
-        size = 8 + 4 * n_samples + 12 * n_vert * n_samples
-    if n_vert <= 0 or n_samples <= 0:
-        raise ValueError(f"has a damaged header ({n_vert} vertices, {n_samples} samples)")
-    return n_vert, n_samples, size
-
-
 def _mesh_cache_problem(ob) -> str | None:
     """What keeps the object's Mesh Cache modifiers from playing their file, or None. Blender's
     modifier only prints a warning and leaves the mesh at rest: a missing, damaged or truncated
@@ -147,14 +127,14 @@ def _mesh_cache_problem(ob) -> str | None:
         if not mod.filepath or not os.path.isfile(path):
             return f"{label} does not exist"
         try:
-            n_vert, n_samples, size = _point_cache_counts(path, mod.cache_format)
-            actual = os.path.getsize(path)
+            header = read_cache_header(path, mod.cache_format)
         except (OSError, ValueError) as err:
             return f"{label} {err}"
-        if actual < size:
-            whole = max(0, (actual - (size - 12 * n_vert * n_samples)) // (12 * n_vert))
+        n_vert, n_samples = header.n_vertices, header.n_samples
+        if header.actual_bytes < header.expected_bytes:
             return (f"{label} is truncated: its header promises {n_samples} samples of {n_vert} vertices "
-                    f"({size} bytes), the file has {actual} bytes ({whole} whole samples)")
+                    f"({header.expected_bytes} bytes), the file has {header.actual_bytes} bytes "
+                    f"({header.whole_samples} whole samples)")
         mesh_vertices = len(ob.data.vertices)
         if i == 0 and n_vert != mesh_vertices:
             return f"{label} has {n_vert} vertices, the mesh {mesh_vertices}: Blender plays it only on a mesh of as many"
