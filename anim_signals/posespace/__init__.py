@@ -9,6 +9,8 @@ Modules
 -------
 signals
     The three signals h, g, f and the MDS placement of the frames with pinned frames.
+sites
+    The greedy order of the pose signal's RBF sites, and the choice of l from an error budget.
 space
     :class:`PoseSpace` with its edits, :func:`build_pose_space`, and the checks and default
     tolerance a build applies to raw frames.
@@ -50,13 +52,13 @@ from .signals import (
     centripetal_params,
     fit_pose_signal,
     fit_time_signal,
-    greedy_site_order,
     mds_positions,
     piegl_tiller_knots,
     shape_signal,
     shape_signal_from_examples,
     stress,
 )
+from .sites import greedy_site_order
 from .space import (
     DEFAULT_TOLERANCE_FRACTION,
     STATIC_SPAN,

@@ -21,6 +21,7 @@ holds the three signals, :class:`~.space.PoseSpace`, and :func:`~.space.build_po
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,7 +41,6 @@ __all__ = [
     "centripetal_params",
     "fit_pose_signal",
     "fit_time_signal",
-    "greedy_site_order",
     "mds_positions",
     "piegl_tiller_knots",
     "shape_signal",
@@ -227,8 +227,11 @@ def shape_signal_from_examples(q0: np.ndarray, q: np.ndarray, z: np.ndarray) -> 
 
 
 def _phi(r: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(r > 0.0, r * r * np.log(np.where(r > 0.0, r, 1.0)), 0.0)
+    r = np.asarray(r, dtype=float)
+    out = np.zeros_like(r)
+    np.log(r, out=out, where=r > 0.0)  # in place: kernel matrices of n x l are the big arrays here
+    out *= r * r
+    return out
 
 
 def _tps_basis(p: np.ndarray, sites: np.ndarray) -> np.ndarray:
@@ -321,8 +324,10 @@ def fit_pose_signal(p: np.ndarray, x: np.ndarray, sites: np.ndarray) -> PoseSign
 
 
 def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    diff = a[:, None, :] - b[None, :, :]
-    return np.sqrt(np.einsum("ijk,ijk->ij", diff, diff))
+    """Pairwise Euclidean distances (len(a), len(b)), without an (len(a), len(b), dims) temporary."""
+    from scipy.spatial.distance import cdist
+
+    return cdist(a, b)
 
 
 def _unique_rows(a: np.ndarray, tol: float = 1e-6) -> np.ndarray:
@@ -336,58 +341,6 @@ def _unique_rows(a: np.ndarray, tol: float = 1e-6) -> np.ndarray:
         if np.min(np.linalg.norm(a[keep] - a[i], axis=1)) > tol * scale:
             keep.append(i)
     return a[keep]
-
-
-def greedy_site_order(p: np.ndarray, x: np.ndarray, *, count: int | None = None) -> np.ndarray:
-    """Order in which frames become RBF sites (§3.2.2).
-
-    The four frames farthest from the best-fit plane of the x_i come first; then, repeatedly, the
-    frame with the largest error of the least-squares fit on the current sites.
-
-    Parameters
-    ----------
-    p : ndarray, shape (n, 2)
-        Pose-space positions.
-    x : ndarray, shape (n, m)
-        Shape coordinates.
-    count : int, optional
-        Indices to return (default all n).
-
-    Returns
-    -------
-    ndarray of int, shape (count,)
-        Frame indices; a prefix of length l gives the sites for that l.
-    """
-    p = np.asarray(p, dtype=float)
-    x = np.asarray(x, dtype=float)
-    n = p.shape[0]
-    count = n if count is None else int(min(count, n))
-    centred = x - x.mean(axis=0)
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    off_plane = centred - (centred @ vt[:2].T) @ vt[:2] if vt.shape[0] > 2 else np.zeros_like(centred)
-    dist = np.linalg.norm(off_plane, axis=1)
-    candidates = list(np.argsort(-dist, kind="stable"))
-    order: list[int] = []
-    scale = max(1e-300, float(np.ptp(p, axis=0).max()))
-    for i in candidates:  # the first sites must span the plane (the affine part needs 3 non-collinear)
-        if order and np.min(np.linalg.norm(p[order] - p[i], axis=1)) <= 1e-6 * scale:
-            continue  # a repeated pose (same position) adds nothing
-        trial = order + [int(i)]
-        if len(trial) <= 2 or _spread(p[trial]):
-            order = trial
-        if len(order) == min(4, n):
-            break
-    for i in candidates:
-        if len(order) >= min(4, n):
-            break
-        if int(i) not in order:
-            order.append(int(i))
-    while len(order) < count:
-        g = fit_pose_signal(p, x, p[order])
-        err = np.linalg.norm(x - g.evaluate(p), axis=1)
-        err[order] = -np.inf
-        order.append(int(np.argmax(err)))
-    return np.asarray(order[:count], dtype=int)
 
 
 def _spread(pts: np.ndarray) -> bool:
@@ -495,25 +448,40 @@ def mds_positions(x: np.ndarray, *, pins: Mapping[int, ArrayLike] | None = None,
     if free.size == 0:
         return p
     n_free = free.size
-    prev = stress(p, x)
+    bp, prev = _smacof_terms(p, dx)
     for _ in range(iterations):
-        dp = _dist(p, p)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.where(dp > 1e-12, -dx / np.where(dp > 1e-12, dp, 1.0), 0.0)
-        np.fill_diagonal(b, 0.0)
-        np.fill_diagonal(b, -b.sum(axis=1))
-        bp = b @ p
         if fixed:
             rhs = bp[free] + p[np.array(sorted(fixed))].sum(axis=0)
             # (n I - J)^-1 = (I + J / (n - f)) / n for f free rows, f < n
             p[free] = (rhs + rhs.sum(axis=0) / (n - n_free)) / n
         else:
             p = bp / n
-        cur = stress(p, x)
+        bp, cur = _smacof_terms(p, dx)
         if prev - cur <= tol * max(prev, 1e-300):
             break
         prev = cur
     return p
+
+
+def _smacof_terms(p: np.ndarray, dx: np.ndarray) -> tuple[np.ndarray, float]:
+    """B(p) p of the Guttman transform and the stress of p, from one pass over the pairs.
+
+    B(p) p = sum_j r_ij (p_i - p_j) with r_ij = |x_i - x_j| / |p_i - p_j| (0 where p_i = p_j).
+    Row blocks of about 4M pairs keep the memory beyond ``dx`` small.
+    """
+    n = p.shape[0]
+    bp = np.empty_like(p)
+    total = 0.0
+    block = max(1, (1 << 22) // max(n, 1))
+    for lo in range(0, n, block):
+        hi = min(n, lo + block)
+        dp = _dist(p[lo:hi], p)
+        gap = dp - dx[lo:hi]
+        total += float(np.einsum("ij,ij->", gap, gap))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(dp > 1e-12, dx[lo:hi] / np.where(dp > 1e-12, dp, 1.0), 0.0)
+        bp[lo:hi] = r.sum(axis=1)[:, None] * p[lo:hi] - r @ p
+    return bp, 0.5 * total
 
 
 def _similarity_to(p: np.ndarray, idx: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -651,16 +619,90 @@ class TimeSignal:
         return float(self.knots[j]), float(self.knots[j + DEGREE + 1])
 
 
+# Control points up to which a time-signal fit that comes out singular or wild is redone by dense
+# least squares (its minimum-norm answer); above, dense would cost O(n k^2).
+DENSE_TIME_FIT = 1500
+# A control point further than this many layout extents from the layout's centre is wild: the
+# least squares is close to singular there (Piegl-Tiller knots with k close to n).
+WILD_CONTROL_REACH = 1e3
+
+
+def control_reach(control: np.ndarray, positions: np.ndarray) -> float:
+    """How far the time signal's control points reach: the largest distance (max norm) of a control
+    point from the centre of the positions' bounding box, in units of the box's larger side.
+
+    The positions themselves reach at most 0.5; a least-squares spline's control points stay
+    near them, a nearly singular fit throws them far out.
+    """
+    lo, hi = positions.min(axis=0), positions.max(axis=0)
+    extent = max(float(np.max(hi - lo)), 1e-300)
+    if not np.all(np.isfinite(control)):
+        return float("inf")
+    return float(np.abs(control - 0.5 * (lo + hi)).max()) / extent
+
+
 def _end_second_derivative_rows(knots: np.ndarray, k: int) -> np.ndarray:
+    """f'' at both ends as rows over the k control points (only the first / last few are non-zero)."""
     rows = np.zeros((2, k))
-    eye = np.eye(k)
-    for r, u in enumerate((knots[0], knots[-1])):
-        rows[r] = bspline.evaluate(knots, eye, np.array([u]), DEGREE, derivative=2)[0]
+    width = min(k, DEGREE + 1)
+    for r, (u, cols) in enumerate(((knots[0], slice(0, width)), (knots[-1], slice(k - width, k)))):
+        part = np.zeros((k, width))
+        part[cols] = np.eye(width)
+        rows[r, cols] = bspline.evaluate(knots, part, np.array([u]), DEGREE, derivative=2)[0]
     return rows
+
+
+def _time_control_points(t: np.ndarray, knots: np.ndarray, p: np.ndarray, *, dense_fallback: bool = True
+                         ) -> np.ndarray:
+    """Control points (k, 2) of the cubic B-spline with ``knots`` fitted to positions p at parameters t.
+
+    k <= n: least squares by banded QR (scipy's ``make_lsq_spline``), O(n); k > n: the square
+    system with natural end conditions, sparse LU, O(n).  A result that is singular or wild (see
+    ``WILD_CONTROL_REACH``) is redone by dense least squares when ``dense_fallback`` and k is small.
+    """
+    from scipy import sparse
+    from scipy.interpolate import make_lsq_spline
+    from scipy.sparse.linalg import spsolve
+
+    n = t.size
+    k = knots.size - DEGREE - 1
+    control: np.ndarray | None
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if k > n:
+                # more control points than frames: natural end conditions (f'' = 0 at the ends) take
+                # up the spare freedom (a minimum-norm solution would throw control points far out)
+                spans, vals = bspline.basis_batch(knots[None], t, DEGREE)
+                cols = spans[0][:, None] - DEGREE + np.arange(DEGREE + 1)
+                rows = np.repeat(np.arange(n), DEGREE + 1)
+                design = sparse.csr_matrix((vals[0].ravel(), (rows, cols.ravel())), shape=(n, k))
+                ends = sparse.csr_matrix(_end_second_derivative_rows(knots, k)[: k - n])
+                square = sparse.vstack([design, ends]).tocsc()
+                control = np.asarray(spsolve(square, np.vstack([p, np.zeros((k - n, 2))])))
+            else:
+                control = np.asarray(make_lsq_spline(t, p, knots, k=DEGREE, method="qr", check_finite=False).c)
+    except (ValueError, np.linalg.LinAlgError, RuntimeError):
+        control = None
+    wild = control is None or control_reach(control, p) > WILD_CONTROL_REACH
+    if wild and dense_fallback and k <= DENSE_TIME_FIT:
+        b = bspline.design_matrix(knots, t, DEGREE)
+        if k > n:
+            a = np.vstack([b, _end_second_derivative_rows(knots, k)[: k - n]])
+            control = np.linalg.lstsq(a, np.vstack([p, np.zeros((k - n, 2))]), rcond=None)[0]
+        else:
+            control = np.linalg.lstsq(b, p, rcond=None)[0]
+    if control is None:
+        raise ValueError(f"the time signal's least squares with k = {k} control points is singular for these "
+                         f"{n} frames: use fewer control points")
+    return control
 
 
 def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> TimeSignal:
     """Least-squares cubic B-spline through pose-space positions with k control points (§3.3).
+
+    Banded (O(n) for any k): QR of the B-spline collocation matrix, or for k > n a sparse square
+    system with natural end conditions.
 
     Parameters
     ----------
@@ -678,7 +720,8 @@ def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> 
     Raises
     ------
     ValueError
-        On frames not strictly increasing or of the wrong length, or ``k`` out of range.
+        On frames not strictly increasing or of the wrong length, ``k`` out of range, or (above
+        ``DENSE_TIME_FIT`` control points) a singular fit.
     """
     p = np.asarray(p, dtype=float)
     n = p.shape[0]
@@ -687,14 +730,4 @@ def fit_time_signal(p: np.ndarray, k: int, frames: np.ndarray | None = None) -> 
         raise ValueError("frame numbers must be strictly increasing, one per position")
     t = centripetal_params(p)
     knots = piegl_tiller_knots(t, int(k))
-    b = bspline.design_matrix(knots, t, DEGREE)
-    if k > n:
-        # more control points than frames: natural end conditions (f'' = 0 at the ends) take up the
-        # spare freedom (a minimum-norm solution would throw control points far out)
-        ends = _end_second_derivative_rows(knots, k)[: k - n]
-        a = np.vstack([b, ends])
-        rhs = np.vstack([p, np.zeros((k - n, 2))])
-        control = np.linalg.lstsq(a, rhs, rcond=None)[0]
-    else:
-        control, *_ = np.linalg.lstsq(b, p, rcond=None)
-    return TimeSignal(control, knots, t, frames)
+    return TimeSignal(_time_control_points(t, knots, p), knots, t, frames)

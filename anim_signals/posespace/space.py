@@ -32,12 +32,16 @@ from .signals import (
     TimeSignal,
     _frames_matrix,
     _spread,
+    _time_control_points,
+    centripetal_params,
+    control_reach,
     fit_pose_signal,
     fit_time_signal,
-    greedy_site_order,
     mds_positions,
+    piegl_tiller_knots,
     shape_signal,
 )
+from .sites import _greedy_sites
 
 __all__ = [
     "DEFAULT_TOLERANCE_FRACTION",
@@ -592,24 +596,25 @@ def build_pose_space(
         if not _spread(positions):
             positions = _bend_collinear(positions, pinned=set(int(i) for i in (pins or {})))
     if l is None and tolerance is None:
-        l_use = n
-        order = greedy_site_order(positions, x, count=n)
+        l_use = n  # every frame is a site: the order of all but the first four does not matter
+        order, _ = _greedy_sites(positions, x, count=min(4, n))
     elif l is not None:
         l_use = int(l)
         if not 3 <= l_use <= n:
             raise ValueError(f"l must be between 3 and n = {n}, got {l_use}")
-        order = greedy_site_order(positions, x, count=n)
+        order, _ = _greedy_sites(positions, x, count=l_use)
     else:
         assert tolerance is not None
-        order = greedy_site_order(positions, x, count=n)
+        # the greedy order stops at the first l whose fit error is within the budget: the fits are
+        # nested, so that is the smallest such l (seed §3.2.2)
         budget = (tolerance**2) * (2.0 / 3.0) * n * rows - residual
-        l_use = n
-        for cand in range(min(4, n), n + 1):
-            g = fit_pose_signal(positions, x, positions[order[:cand]])
-            if float(np.sum((x - g.evaluate(positions)) ** 2)) <= budget:
-                l_use = cand
-                break
+        order, l_use = _greedy_sites(positions, x, count=n, budget=budget)
     pose = fit_pose_signal(positions, x, positions[order[:l_use]])
+    if tolerance is not None and l is None:
+        # the incremental errors of the greedy order are confirmed by the fit itself
+        while l_use < n and _pose_error(pose, x, positions) > budget + 1e-9 * abs(budget):
+            l_use += 1
+            pose = fit_pose_signal(positions, x, positions[order[:l_use]])
     frames_arr = np.arange(1.0, n + 1.0) if frames is None else np.asarray(frames, dtype=float)
     if k is None and tolerance is None:
         k_use = n + 2
@@ -617,16 +622,79 @@ def build_pose_space(
         k_use = int(k)
     else:
         assert tolerance is not None
-        budget = (tolerance**2) * n * rows - residual
-        k_use = n + 2
-        for cand in [*range(DEGREE + 1, n + 1), n + 2]:  # n + 1 adds nothing over n but conditioning trouble
-            tsig = fit_time_signal(positions, cand, frames_arr)
-            err = float(np.sum((x - pose.evaluate(tsig.evaluate(frames_arr))) ** 2))
-            if err <= budget:
-                k_use = cand
-                break
+        k_use = _smallest_k(positions, x, pose, (tolerance**2) * n * rows - residual)
     time = fit_time_signal(positions, k_use, frames_arr)
     finite_result("the pose-space layout", positions)
     finite_result("the time signal", time.control)
     fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}
     return PoseSpace(sig, x, positions, pose, time, order, fixed, residual, row_size, l_use, frames_arr)
+
+
+# A tolerance build accepts a time signal only if no control point is further than this many layout
+# extents from the layout's centre (the frames reach 0.5): with k close to n the least squares is
+# nearly singular and fits the frames with control points thrown far out, which ruins the canvas.
+MAX_CONTROL_REACH = 3.0
+
+
+def _smallest_k(positions: np.ndarray, x: np.ndarray, pose: PoseSignal, budget: float) -> int:
+    """The time signal's k for a build with a tolerance: a k in 4..n that passes (its error
+    sum_i |x_i - g(f(i))|^2 is within ``budget`` and its control points stay near the frames,
+    ``MAX_CONTROL_REACH``) while k - 1 fails; n + 2 (interpolation) when the search finds none.
+
+    The error falls with k almost monotonically, so galloping (4, 5, 7, 11, 19, ...) then bisection
+    finds such a k with O(log n) fits of O(n) each instead of one fit per candidate.  An accepted k
+    was scored on all frames; it is the smallest passing k when passing is monotone in k (where it
+    is not, a passing k below the one found may be missed: the build then keeps a few more control
+    points than it needs, never fewer).
+    """
+    n = positions.shape[0]
+    t = centripetal_params(positions)
+    candidates = list(range(DEGREE + 1, n + 1))  # n + 1 adds nothing over n but conditioning trouble
+
+    # a candidate is first scored on every stride-th frame: one whose estimate is over twice the
+    # budget is rejected there (far from the boundary, the estimate cannot be that wrong); the rest
+    # are scored on all frames, so an accepted k always meets the budget on every frame
+    stride = max(1, n // 512)
+    sample = np.arange(0, n, stride)
+
+    def passes(index: int) -> bool:
+        knots = piegl_tiller_knots(t, candidates[index])
+        try:
+            control = _time_control_points(t, knots, positions, dense_fallback=False)
+        except ValueError:
+            return False
+        if control_reach(control, positions) > MAX_CONTROL_REACH:
+            return False
+        if stride > 1:
+            estimate = _pose_error(pose, x[sample], bspline.evaluate(knots, control, t[sample], DEGREE))
+            if estimate * (n / sample.size) > 2.0 * budget:
+                return False
+        return _pose_error(pose, x, bspline.evaluate(knots, control, t, DEGREE)) <= budget
+
+    # gallop over indices 0, 1, 3, 7, ... to the first passing candidate (index len: n + 2, which
+    # interpolates the positions, when none does), then bisect down to one whose predecessor fails
+    failing, passing, index, step = -1, len(candidates), 0, 1
+    while index < len(candidates):
+        if passes(index):
+            passing = index
+            break
+        failing = index
+        index += step
+        step *= 2
+    while passing - failing > 1:
+        mid = (passing + failing) // 2
+        if passes(mid):
+            passing = mid
+        else:
+            failing = mid
+    return candidates[passing] if passing < len(candidates) else n + 2
+
+
+def _pose_error(pose: PoseSignal, x: np.ndarray, points: np.ndarray) -> float:
+    """sum_i |x_i - g(points_i)|^2, in blocks of rows (the kernel matrix of all rows at once is n x l)."""
+    block = max(1, (1 << 21) // max(1, pose.l))
+    total = 0.0
+    for lo in range(0, points.shape[0], block):
+        diff = x[lo:lo + block] - pose.evaluate(points[lo:lo + block])
+        total += float(np.einsum("ij,ij->", diff, diff))
+    return total

@@ -25,6 +25,7 @@ MODULES = [
     "anim_signals.manifolds.clustering",
     "anim_signals.manifolds.skeleton",
     "anim_signals.posespace.signals",
+    "anim_signals.posespace.sites",
     "anim_signals.posespace.space",
     "anim_signals.posespace.retime",
     "anim_signals.posespace.controls",
