@@ -73,7 +73,9 @@ class PoseSpace:
     pose : PoseSignal
     time : TimeSignal
     site_order : ndarray of int, shape (n,)
-        Greedy site order; the sites are ``positions[site_order[:l]]``.
+        Greedy site order; the sites are ``positions[site_order[:site_count]]``.  Past the sites
+        the frames follow by their error under the fitted pose signal, largest first (the first
+        of them is the greedy's next site; an interpolating build orders only its first four).
     pins : dict of int to ndarray, shape (2,)
         Frames pinned to pose-space points.
     residual : float
