@@ -13,8 +13,12 @@ fitting
     Many curves within a max error: :func:`fit_channels` / :func:`iter_fit_channels` (what the
     Blender operator runs: tolerance mode, per-channel and AUTO modes, C1 keys, snapping).
 knots
-    Knot search: the vectorised least-squares problem, CMA-ES over knot increments, knot
-    insertion and removal.
+    Knot search: the vectorised least-squares problem, CMA-ES over knot increments.
+tolerance
+    Tolerance mode: the fewest knots within a max error (knot insertion, removal rounds, CMA-ES
+    rescues).
+local
+    Local least-squares refits: the cost of removing or moving knots, from the spans around them.
 bspline
     Clamped knot vectors, banded bases for many knot vectors at once, least squares,
     evaluation, conversion to Bezier keys.

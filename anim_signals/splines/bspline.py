@@ -17,10 +17,12 @@ from scipy import linalg, sparse
 
 __all__ = [
     "BezierCurve",
+    "banded_cholesky_batch",
     "banded_cholesky_solve",
     "basis_batch",
     "clamped_knots",
     "constant_curve",
+    "cox_de_boor",
     "derivative_spline",
     "design_matrix",
     "evaluate",
@@ -134,17 +136,46 @@ def basis_batch(
     guard = spans is not None
     if spans is None:
         spans = find_spans(knots, x, degree, n_ctrl)
-    s_count, n = spans.shape
-    flat = knots.ravel()
+    s_count = spans.shape[0]
     at = spans + (np.arange(s_count) * knots.shape[1])[:, None]  # flat index of t_span per row
-    # contiguous (S, N) planes: strided [..., r] slices of one array are much slower
-    vals = [np.ones((s_count, n))]
+    return spans, cox_de_boor(knots.ravel(), at, x[None, :], degree, guard)
+
+
+def cox_de_boor(flat_knots: np.ndarray, at: np.ndarray, x: np.ndarray, degree: int, guard: bool = False) -> np.ndarray:
+    """Non-zero basis values at x, each evaluated on the span that starts at ``flat_knots[at]``.
+
+    The knots of every evaluation are read from one flat array by index, so evaluations of
+    many knot vectors (rows of a 2-D array, or pieces of any length laid end to end) share one
+    vectorised recursion (Piegl and Tiller, The NURBS Book, algorithm A2.2).
+
+    Parameters
+    ----------
+    flat_knots : ndarray, shape (F,)
+        Knots of all the knot vectors, laid end to end.
+    at : ndarray of int, any shape
+        Index in ``flat_knots`` of the span's first knot t_span, per evaluation; the span needs
+        ``degree`` knots on each side of it in the same knot vector.
+    x : ndarray
+        Parameter values, broadcastable to ``at``.
+    degree : int
+        Polynomial degree D.
+    guard : bool
+        Spans may be empty (a zero-length span): their terms are taken as 0 instead of 0/0.
+
+    Returns
+    -------
+    ndarray, shape at.shape + (D + 1,)
+        ``values[..., r]`` is B_{span-D+r, D}(x).
+    """
+    shape = np.broadcast_shapes(at.shape, np.shape(x))
+    # contiguous planes: strided [..., r] slices of one array are much slower
+    vals = [np.ones(shape)]
     left: list[np.ndarray] = [np.empty(0)]
     right: list[np.ndarray] = [np.empty(0)]
     for j in range(1, degree + 1):
-        left.append(x[None, :] - flat[at + 1 - j])
-        right.append(flat[at + j] - x[None, :])
-        saved = np.zeros((s_count, n))
+        left.append(x - flat_knots[at + 1 - j])
+        right.append(flat_knots[at + j] - x)
+        saved = np.zeros(shape)
         for r in range(j):
             denom = right[r + 1] + left[j - r]
             if guard:
@@ -153,7 +184,7 @@ def basis_batch(
             vals[r] = saved + right[r + 1] * temp
             saved = left[j - r] * temp
         vals.append(saved)
-    return spans, np.stack(vals, axis=-1)
+    return np.stack(vals, axis=-1)
 
 
 def design_matrix(knots: np.ndarray, x: np.ndarray, degree: int) -> np.ndarray:
@@ -263,6 +294,28 @@ def banded_cholesky_solve(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
                 ab[width - 1 - d, :d] = 0.0
             out[s] = linalg.solveh_banded(ab, rhs[s], check_finite=False)
         return out
+    return banded_cholesky_batch(band, rhs)
+
+
+def banded_cholesky_batch(band: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """:func:`banded_cholesky_solve` vectorised over the systems, in numpy.
+
+    Many small systems at the cost of K w^2 numpy calls: no LAPACK call per system (a batched
+    LAPACK solve of many tiny systems can be hundreds of times slower on a busy machine, where
+    the BLAS threads wait for cores).
+
+    Parameters
+    ----------
+    band : ndarray, shape (S, K, w)
+        Upper band: ``band[s, i, d] = A_s[i, i + d]``.
+    rhs : ndarray, shape (S, K, L)
+        Right-hand sides.
+
+    Returns
+    -------
+    ndarray, shape (S, K, L)
+    """
+    s_count, n_ctrl, width = band.shape
     u = np.zeros_like(band)  # u[:, i, d] = U[i, i+d] of A = U^T U
     for i in range(n_ctrl):
         # diagonal

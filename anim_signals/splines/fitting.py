@@ -24,7 +24,7 @@ import numpy as np
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
-from .knots import FEASIBLE, KnotProblem, snap_grid, solve_tolerance
+from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (
     PCA_RESIDUAL_SHARE,
     FitCancelled,
@@ -39,6 +39,7 @@ from .latent import (
     fit_latent_spline,
     fit_uniform_spline,
 )
+from .tolerance import solve_tolerance
 
 __all__ = [
     "ChannelsFit",

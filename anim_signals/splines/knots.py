@@ -7,34 +7,31 @@ vectors in one vectorised least-squares call; on it:
 * CMA-ES over positive knot increments with the constrained sampling of Mukai, "Latent
   Nonuniform Splines for Animation Approximation", §3 (increments clipped at 0 and rescaled to
   span the interval), several independent lanes in lockstep (:meth:`KnotProblem.cma_lanes`);
-* the fewest knots within tolerance (:func:`solve_tolerance`): greedy knot insertion until
-  feasible, then knot removal shortlisted by the derivative jump at each knot, each removal
-  rescued by CMA-ES when plain removal breaks the tolerance.
+* the scores every search uses; the fewest knots within tolerance (tolerance mode) is built on
+  them in :mod:`.tolerance`.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import cma
 import numpy as np
 
-from .bspline import clamped_knots, knot_jumps, lsq_batch, pad_knot_vectors
+from .bspline import clamped_knots, lsq_batch, pad_knot_vectors
 
 __all__ = [
     "FEASIBLE",
     "KnotProblem",
     "KnotSearch",
     "Scores",
-    "ToleranceSolution",
     "curvature_knots",
     "snap_grid",
     "snap_knots",
-    "solve_tolerance",
 ]
 
 # Errors are in tolerance units: a candidate is within tolerance when its max error is <= 1.
@@ -57,27 +54,14 @@ CMA_SEED_MODULUS = 2**31 - 2  # pycma treats seed 0 as "random": seeds map to 1 
 INCREMENT_FLOOR = 1e-12
 INCREMENT_OFFSET = 1e-6  # increments of given knots stay strictly positive
 
-# Tolerance mode.
-INSERT_FRACTION = 0.25  # share of the offending spans split per insertion round
-INSERTION_PROGRESS_STEP = 0.02
-INSERTION_PROGRESS_MAX = 0.3  # insertion reports progress up to here, removal the rest
-SHORTLIST_SIZE = 8  # knots per lane whose removal gets a full fit each round
-SHORTLIST_WIDENING = 4  # the shortlist grows this much (once) when none of it is removable
-# A deterministic budget of CMA-ES rescues: ~RESCUE_BUDGET lane-runs in all, 1..8 per lane (one
-# curve of a 96-curve clip gets one; a shared latent knot vector gets eight).
-RESCUE_BUDGET = 100
-MAX_RESCUES_PER_LANE = 8
-RESCUE_WINDOW = 3  # a rescue moves this many knots on each side of the removed one
-RESCUE_SEED_STRIDE = 7919  # a prime: rescue seeds differ per lane and per knot count
-# Every removal round scores its shortlist on the whole clip (cost ~ samples), and a round
-# removes a few knots, so unbounded rounds would make a long clip's fit quadratic: the removal
-# phase stops after this many rounds (the knots are then already within tolerance, just more
-# of them). Clips of a few thousand frames need far fewer.
-MAX_REMOVAL_ROUNDS = 64
 # Curvature-placed knots: a floor on the bending density, relative to its mean (plus a tiny
 # constant, for a straight line), so flat stretches still get their share of knots.
 DENSITY_FLOOR = 1e-3
 DENSITY_MEAN_FLOOR = 1e-12
+
+
+# (candidate knot rows, the run of each) -> (max error, RMS) per row, for KnotProblem.cma_lanes
+RunScorer = Callable[[list[np.ndarray], np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 class Scores(NamedTuple):
@@ -101,19 +85,6 @@ class _Best(NamedTuple):
     max_error: float
     rms: float
     objective: float
-
-
-class ToleranceSolution(NamedTuple):
-    """Internal knots per lane and whether the lane ends within tolerance."""
-
-    internal: list[np.ndarray]
-    feasible: np.ndarray  # (C,) bool
-
-
-class _Rescue(NamedTuple):
-    lane: int
-    knots: np.ndarray  # the lane's knots without the removed one
-    gap: int  # where the removed knot was
 
 
 def _objective(max_error: np.ndarray, rms: np.ndarray, objective: str) -> np.ndarray:
@@ -145,7 +116,9 @@ class KnotProblem:
     basis : ndarray, shape (L, M), or None
         Orthonormal PCA rows (single lane) mapping latent to target; None when latent is target.
     evaluations, generations : int
-        Knot vectors scored and CMA-ES generations run so far.
+        Knot vectors fitted on the whole clip and CMA-ES generations run so far.
+    local_evaluations : int
+        Knot changes scored by a local refit (:mod:`.local`) so far.
     """
 
     tau: np.ndarray
@@ -156,6 +129,7 @@ class KnotProblem:
     latent: np.ndarray
     basis: np.ndarray | None
     evaluations: int = 0
+    local_evaluations: int = 0
     generations: int = 0
 
     @classmethod
@@ -284,13 +258,16 @@ class KnotProblem:
         seeds: Sequence[int],
         target: float | None = None,
         windows: Sequence[tuple[int, int]] | None = None,
+        scorer: RunScorer | None = None,
     ) -> Generator[float, None, list[KnotSearch]]:
         """CMA-ES (pycma ask/tell) in lockstep on several lanes, all populations scored together.
 
         Minimises 'rms' or 'max' (+ RMS tie-break) over each run's knot count (that of its
         init). ``windows[k] = (i0, i1)`` frees only ``inits[k][i0:i1]`` (the others stay put):
         a local, low-dimensional search that converges in a few generations. A run stops early
-        once its max error reaches ``target`` (tolerance mode).
+        once its max error reaches ``target`` (tolerance mode). ``scorer(rows, runs)`` gives the
+        max error and RMS of candidate knot rows of runs ``runs`` (default: a fit of the lane's
+        whole clip; tolerance mode refits locally).
 
         Yields
         ------
@@ -310,7 +287,11 @@ class KnotProblem:
             (float(init[i0 - 1]) if i0 > 0 else 0.0, float(init[i1]) if i1 < init.size else 1.0)
             for init, (i0, i1) in zip(inits, windows, strict=True)
         ]
-        mx0, rms0, _ = self.score(list(inits), lanes)
+        if scorer is None:
+            def scorer(rows: list[np.ndarray], runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                scores = self.score(rows, lanes[runs])
+                return scores.max_error, scores.rms
+        mx0, rms0 = scorer(list(inits), np.arange(len(inits)))
         strategies = []
         best: list[_Best] = []
         for k, init in enumerate(inits):
@@ -326,8 +307,8 @@ class KnotProblem:
             asked = {k: np.asarray(strategies[k].ask()) for k in running}
             candidates = {k: self._candidates(asked[k], inits[k], windows[k], bounds[k]) for k in running}
             batch = [row for k in running for row in candidates[k]]
-            owners = np.concatenate([np.full(len(candidates[k]), lanes[k]) for k in running])
-            mx, rms, _ = self.score(batch, owners)
+            runs = np.concatenate([np.full(len(candidates[k]), k) for k in running])
+            mx, rms = scorer(batch, runs)
             offset = 0
             for k in running:
                 count = len(candidates[k])
@@ -470,272 +451,3 @@ def snap_knots(internal: np.ndarray, grid: np.ndarray) -> np.ndarray:
     hi = grid[np.minimum(idx, grid.size - 1)]
     snapped = np.where(np.abs(internal - lo) <= np.abs(hi - internal), lo, hi)
     return np.unique(snapped)
-
-
-# --------------------------------------------------------------------------------------
-# Tolerance mode: fewest knots with every sample within tolerance
-
-
-def _insert_knots(
-    problem: KnotProblem, internal: np.ndarray, per_sample: np.ndarray, snap: np.ndarray | None
-) -> np.ndarray | None:
-    """New knots in the worst spans whose samples break the tolerance; None if none can split.
-
-    Vectorised over the spans (samples are sorted, so each span's samples are one run): a
-    loop over spans that scans every sample would make a long clip's insertion quadratic.
-    """
-    breaks = np.concatenate([[0.0], internal, [1.0]])
-    seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
-    grid = problem.tau if snap is None else snap
-    spans, first = np.unique(seg, return_index=True)
-    span_worst = np.maximum.reduceat(per_sample, first)
-    offending = span_worst > FEASIBLE
-    if not offending.any() or grid.size == 0:
-        return None
-    # the first sample of each span that reaches the span's worst error (np.argmax's choice)
-    group = np.searchsorted(spans, seg)
-    at_worst = np.flatnonzero(per_sample == span_worst[group])
-    _, first_worst = np.unique(seg[at_worst], return_index=True)
-    worst = problem.tau[at_worst[first_worst]][offending]
-    err = span_worst[offending]
-    lo, hi = breaks[spans[offending]], breaks[spans[offending] + 1]
-    # halfway between the worst sample and the span centre, on a sample position: spans
-    # stay whole numbers of samples, so splitting can go down to a knot on every sample
-    # (where the least-squares spline interpolates)
-    pos = 0.5 * (worst + 0.5 * (lo + hi))
-    first_in = np.searchsorted(grid, lo + problem.min_gap, side="left")
-    last_in = np.searchsorted(grid, hi - problem.min_gap, side="right") - 1
-    splittable = first_in <= last_in
-    right = np.clip(np.searchsorted(grid, pos), first_in, last_in)
-    left = np.clip(right - 1, first_in, last_in)
-    grid_idx = np.clip(np.where(np.abs(pos - grid[np.clip(left, 0, grid.size - 1)])
-                                <= np.abs(grid[np.clip(right, 0, grid.size - 1)] - pos), left, right),
-                       0, grid.size - 1)
-    err, new_knots = err[splittable], grid[grid_idx[splittable]]
-    if err.size == 0:
-        return None
-    # worst spans first, and only a share of them per round: inserting everywhere at once
-    # overshoots, and every surplus knot costs a (much dearer) removal round later
-    order = np.lexsort((new_knots, err))[::-1]
-    take = max(1, int(np.ceil(err.size * INSERT_FRACTION)))
-    return np.sort(np.concatenate([internal, new_knots[order[:take]]]))
-
-
-def _insert_until_feasible(
-    problem: KnotProblem, internal: list[np.ndarray], feasible: np.ndarray, snap: np.ndarray | None
-) -> Generator[float, None, None]:
-    """Greedy insertion on every lane (in place) until it is within tolerance or cannot split."""
-    active = list(range(problem.n_lanes))
-    rounds = 0
-    while active:
-        mx, _, per_sample = problem.score([internal[c] for c in active], np.array(active), samples=True)
-        assert per_sample is not None
-        still = []
-        for k, c in enumerate(active):
-            if mx[k] <= FEASIBLE:
-                feasible[c] = True
-                continue
-            grown = _insert_knots(problem, internal[c], per_sample[k], snap)
-            if grown is not None:
-                internal[c] = grown
-                still.append(c)
-        active = still
-        rounds += 1
-        yield min(INSERTION_PROGRESS_MAX, INSERTION_PROGRESS_STEP * rounds)
-
-
-def _removal_shortlists(
-    problem: KnotProblem, internal: list[np.ndarray], lanes: list[int], sizes: list[int]
-) -> dict[int, list[int]]:
-    """Per lane, the indices of the knots whose removal looks cheapest (at most sizes[k]).
-
-    Cheapest: the smallest jump of the spline's derivative of order degree - multiplicity + 1
-    there, times the local span length to that power (the knot-removal criterion).
-    """
-    out = {c: list(range(internal[c].size)) for c, n in zip(lanes, sizes, strict=True) if internal[c].size <= n}
-    todo = [(c, n) for c, n in zip(lanes, sizes, strict=True) if c not in out]
-    if not todo:
-        return out
-    _, ctrl = problem.errors([internal[c] for c, _ in todo], np.array([c for c, _ in todo]))
-    order = problem.degree - problem.multiplicity + 1
-    for k, (c, n) in enumerate(todo):
-        knots = problem.knot_vectors(internal[c][None])[0]
-        jumps = knot_jumps(knots, ctrl[k, : knots.size - problem.degree - 1], problem.degree, order, internal[c])
-        breaks = np.concatenate([[0.0], internal[c], [1.0]])
-        cost = jumps * (breaks[2:] - breaks[:-2]) ** order
-        out[c] = sorted(int(i) for i in np.argsort(cost)[:n])
-    return out
-
-
-@dataclass
-class _Removal:
-    """State of the removal phase of :func:`solve_tolerance`, per lane."""
-
-    removing: list[int]  # lanes still trying to lose a knot
-    failures: np.ndarray  # (C,) CMA-ES rescues that did not close the gap
-    rescues: np.ndarray  # (C,) CMA-ES rescues spent
-    max_rescues: int
-    widen: set[int]  # lanes whose shortlist grows next round
-
-
-def _plan_removals(
-    problem: KnotProblem,
-    internal: list[np.ndarray],
-    state: _Removal,
-    snap: np.ndarray | None,
-    max_iterations: int,
-) -> tuple[dict[int, list[int]], list[_Rescue]]:
-    """One round's choices: per lane, well-separated removable knots (best first), or a wider
-    shortlist next round, or a CMA-ES rescue of its cheapest removal."""
-    removing = state.removing
-    shortlist = _removal_shortlists(
-        problem,
-        internal,
-        removing,
-        [SHORTLIST_WIDENING * SHORTLIST_SIZE if c in state.widen else SHORTLIST_SIZE for c in removing],
-    )
-    widened, state.widen = state.widen, set()
-    cands = [np.delete(internal[c], i) for c in removing for i in shortlist[c]]
-    owners = np.concatenate([np.full(len(shortlist[c]), c) for c in removing])
-    mx, rms, _ = problem.score(cands, owners)
-    chosen: dict[int, list[int]] = {}
-    rescue: list[_Rescue] = []
-    offset = 0
-    for c in removing:
-        idx = np.asarray(shortlist[c])
-        n_c = idx.size
-        m_c, r_c = mx[offset : offset + n_c], rms[offset : offset + n_c]
-        removable = np.flatnonzero(m_c <= FEASIBLE)
-        if removable.size:
-            picks: list[int] = []
-            for i in idx[removable[np.argsort(m_c[removable] + RMS_TIE_BREAK * r_c[removable])]]:
-                if all(abs(int(i) - j) > problem.degree + 1 for j in picks):
-                    picks.append(int(i))
-            chosen[c] = picks
-        elif n_c < internal[c].size and c not in widened:
-            chosen[c] = []  # nothing on the shortlist: widen it (once) next round
-            state.widen.add(c)
-        elif snap is None and state.failures[c] < 1 and state.rescues[c] < state.max_rescues and max_iterations > 0:
-            state.rescues[c] += 1
-            worst = int(np.argmin(m_c + RMS_TIE_BREAK * r_c))
-            rescue.append(_Rescue(c, cands[offset + worst], int(idx[worst])))
-        offset += n_c
-    return chosen, rescue
-
-
-def _remove_jointly(problem: KnotProblem, internal: list[np.ndarray], chosen: dict[int, list[int]]) -> None:
-    """Remove every lane's chosen knots (in place): all at once where that stays within
-    tolerance, halving the sets that break it; single removals are known to be feasible."""
-    while any(len(p) > 1 for p in chosen.values()):
-        trying = [c for c, p in chosen.items() if len(p) > 1]
-        ok, _, _ = problem.score([np.delete(internal[c], chosen[c]) for c in trying], np.array(trying))
-        for c, good in zip(trying, ok <= FEASIBLE, strict=True):
-            if good:
-                internal[c] = np.delete(internal[c], chosen.pop(c))
-            else:
-                chosen[c] = chosen[c][: len(chosen[c]) // 2]
-    for c, picks in chosen.items():
-        internal[c] = np.delete(internal[c], picks)
-
-
-def _run_rescues(
-    problem: KnotProblem,
-    internal: list[np.ndarray],
-    rescue: list[_Rescue],
-    failures: np.ndarray,
-    population: int | None,
-    max_iterations: int,
-    seed: int,
-) -> Generator[float, None, None]:
-    """CMA-ES moves the knots around each removed one (RESCUE_WINDOW each side) to close the gap;
-    a lane keeps the result when it is within tolerance (in place), else counts a failure."""
-    lanes = np.array([r.lane for r in rescue])
-    windows = [(max(0, r.gap - RESCUE_WINDOW), min(r.knots.size, r.gap + RESCUE_WINDOW)) for r in rescue]
-    results = yield from problem.cma_lanes(
-        [r.knots for r in rescue],
-        lanes,
-        "max",
-        population,
-        max_iterations,
-        [seed + RESCUE_SEED_STRIDE * int(c) + internal[c].size for c in lanes],
-        target=FEASIBLE,
-        windows=windows,
-    )
-    for r, found in zip(rescue, results, strict=True):
-        if found.max_error <= FEASIBLE:
-            internal[r.lane] = np.asarray(found.knots)
-        else:
-            failures[r.lane] += 1
-
-
-def solve_tolerance(
-    problem: KnotProblem,
-    *,
-    population: int | None,
-    max_iterations: int,
-    seed: int,
-    snap: np.ndarray | None,
-    starts: Sequence[np.ndarray] | None = None,
-    max_rescues: int | None = None,
-) -> Generator[float, None, ToleranceSolution]:
-    """Fewest knots per lane with every sample within tolerance; all lanes advance together.
-
-    1) greedy insertion until feasible; 2) removal of well-separated removable knots (best
-    first, halving the set when the joint removal breaks the tolerance); 3) when no single
-    removal is feasible, CMA-ES moves the remaining knots to win one back. Removal stops after
-    MAX_REMOVAL_ROUNDS rounds, so the cost stays about linear in the samples.
-
-    Parameters
-    ----------
-    problem : KnotProblem
-        The lanes to solve.
-    population, max_iterations, seed : int
-        CMA-ES settings of the rescues (population None: pycma's default).
-    snap : ndarray or None
-        Allowed knot positions in tau (whole frames), or None for any sample position.
-    starts : sequence of ndarray, optional
-        Initial internal knots per lane (default: none).
-    max_rescues : int, optional
-        CMA-ES rescues per lane (default: a budget of ~RESCUE_BUDGET over all lanes).
-
-    Yields
-    ------
-    float
-        Progress in [0, 1].
-
-    Returns
-    -------
-    ToleranceSolution
-        Internal knots per lane and which lanes are within tolerance.
-    """
-    n_lanes = problem.n_lanes
-    internal = [np.zeros(0) if starts is None else np.asarray(starts[c], dtype=float) for c in range(n_lanes)]
-    feasible = np.zeros(n_lanes, dtype=bool)
-    yield from _insert_until_feasible(problem, internal, feasible, snap)
-    start_total = max(1, sum(internal[c].size for c in range(n_lanes)))
-    if max_rescues is None:
-        max_rescues = int(np.clip(RESCUE_BUDGET // n_lanes, 1, MAX_RESCUES_PER_LANE))
-    state = _Removal(
-        removing=[c for c in range(n_lanes) if feasible[c] and internal[c].size > 0],
-        failures=np.zeros(n_lanes, dtype=int),
-        rescues=np.zeros(n_lanes, dtype=int),
-        max_rescues=max_rescues,
-        widen=set(),
-    )
-    for _ in range(MAX_REMOVAL_ROUNDS):
-        if not state.removing:
-            break
-        chosen, rescue = _plan_removals(problem, internal, state, snap, max_iterations)
-        progressed = set(chosen)
-        _remove_jointly(problem, internal, chosen)
-        if rescue:
-            yield from _run_rescues(problem, internal, rescue, state.failures, population, max_iterations, seed)
-        done = sum(internal[c].size for c in range(n_lanes))
-        yield INSERTION_PROGRESS_MAX + (1 - INSERTION_PROGRESS_MAX) * (1 - done / start_total)
-        rescued = {r.lane for r in rescue}
-        state.removing = [
-            c
-            for c in state.removing
-            if internal[c].size > 0 and (c in progressed or c in rescued) and state.failures[c] < 1
-        ]
-    return ToleranceSolution(internal, feasible)

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_result, non_negative, positive_int
 from .bspline import BezierCurve, clamped_knots, evaluate, lsq_batch, spline_to_bezier
-from .knots import KnotProblem, curvature_knots, snap_grid, snap_knots, solve_tolerance
+from .knots import KnotProblem, curvature_knots, snap_grid, snap_knots
+from .tolerance import solve_tolerance
 
 __all__ = ["FitCancelled", "SplineModel", "distortion", "fit_latent_spline", "fit_uniform_spline"]
 

@@ -247,3 +247,99 @@ def test_keys_are_never_closer_than_a_frame_on_noisy_mocap_like_data():
     for curve in fit.curves:
         if curve.n_keys > 1:
             assert np.min(np.diff(curve.co[:, 0])) >= 0.999
+
+
+def _removal_problem(multiplicity, shared):
+    """A problem on 400 samples with 14 even knots, and each lane's current global fit."""
+    from anim_signals.splines.knots import KnotProblem
+    from anim_signals.splines.tolerance import fit_lanes
+
+    rng = np.random.default_rng(5)
+    tau = np.linspace(0.0, 1.0, 400)
+    sources = np.column_stack([np.sin(9 * tau), np.cos(23 * tau**2)])
+    target = 40 * sources @ rng.normal(size=(2, 4)) + 0.05 * rng.normal(size=(400, 4))
+    if shared:
+        problem = KnotProblem.build(tau, target, 3, multiplicity, 2.0)
+        assert problem.basis is not None and problem.basis.shape[0] == 2  # the latent path is exercised
+    else:
+        problem = KnotProblem.lanes(tau, target, 3, multiplicity)
+    internal = [np.linspace(0, 1, 16)[1:-1]] * problem.n_lanes
+    return problem, internal, fit_lanes(problem, internal, range(problem.n_lanes))
+
+
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("multiplicity", [1, 2])
+def test_local_removal_score_is_the_patchwork_refit(multiplicity, shared):
+    # independent: dense design matrix of the new knots, control points away from the window kept
+    # from the current fit, the others by lstsq on every sample
+    from anim_signals.splines.local import score_replacements
+
+    problem, internal, fits = _removal_problem(multiplicity, shared)
+    degree, margin, lane = 3, 1, problem.n_lanes - 1
+    u = internal[lane]
+    for i in (0, 6, u.size - 1):
+        new = np.delete(u, i)
+        knots = A.bspline.clamped_knots(np.repeat(new, multiplicity), 0.0, 1.0, degree)
+        design = A.bspline.design_matrix(knots, problem.tau, degree)
+        breaks = np.concatenate([[0.0], u, [1.0]])
+        x_lo, x_hi = breaks[max(i - margin, 0)], breaks[min(i + 2 + margin, breaks.size - 1)]
+        k = np.arange(design.shape[1])
+        free = (knots[k] < x_hi) & (knots[k + degree + 1] > x_lo)
+        old = fits[lane].ctrl
+        kept = np.where(k[:, None] < k[free][0], old[np.minimum(k, old.shape[0] - 1)],
+                        old[np.minimum(k + multiplicity, old.shape[0] - 1)])
+        kept[free] = 0.0
+        data = problem.latent[0] if problem.n_lanes == 1 else problem.latent[lane]
+        coef = np.linalg.lstsq(design[:, free], data - design @ kept, rcond=None)[0]
+        ctrl = kept.copy()
+        ctrl[free] = coef
+        fit = design @ ctrl
+        if problem.basis is not None:
+            fit = fit @ problem.basis
+        err = fit - problem.target[0 if problem.n_lanes == 1 else lane]
+        got = score_replacements(fits, problem.tau, problem.latent, problem.target, problem.basis, degree,
+                                 multiplicity, [lane], [i], [i + 1], margin=margin)
+        assert got.max_error[0] == pytest.approx(np.abs(err).max(), rel=1e-8)
+        assert got.rms[0] == pytest.approx(np.sqrt((err**2).sum(axis=1).mean()), rel=1e-8)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_local_scores_with_a_window_over_the_whole_clip_are_the_global_refit(shared):
+    from anim_signals.splines.local import score_replacements
+
+    problem, internal, fits = _removal_problem(2, shared)
+    lane = 0
+    u = internal[lane]
+    # removals, and moves: knots 3..5 replaced by two knots at thirds of their gap
+    first = np.array([0, 4, u.size - 1, 3])
+    stop = np.array([1, 5, u.size, 6])
+    moved = np.zeros((4, 2))
+    moved[3] = u[2] + (u[6] - u[2]) * np.array([1 / 3, 2 / 3])
+    n_moved = np.array([0, 0, 0, 2])
+    got = score_replacements(fits, problem.tau, problem.latent, problem.target, problem.basis, 3, 2,
+                             np.full(4, lane), first, stop, moved, n_moved, margin=10_000)
+    rows = [np.concatenate([u[:a], moved[s, : n_moved[s]], u[b:]]) for s, (a, b) in enumerate(zip(first, stop))]
+    want = problem.score(rows, np.full(4, lane))
+    np.testing.assert_allclose(got.max_error, want.max_error, rtol=1e-8)
+    np.testing.assert_allclose(got.rms, want.rms, rtol=1e-8)
+
+
+def test_removal_work_does_not_grow_with_the_clip():
+    # the removal rounds score knots by local refits: the rows fitted on the whole clip (insertion,
+    # one confirmation per round, rescues) stay about the same when the clip is four times longer
+    from anim_signals.splines.knots import KnotProblem
+    from anim_signals.splines.latent import _drain
+    from anim_signals.splines.tolerance import solve_tolerance
+
+    whole_clip_rows = []
+    for n in (3000, 12000):
+        t = np.arange(n, dtype=float)
+        y = np.column_stack([np.sin(t / 23.0) + 0.5 * np.sin(t / 61.0), np.cos(t / 37.0)])
+        problem = KnotProblem.build(t / t[-1], y / 0.01, 3, 2, 0.25)
+        solution = _drain(solve_tolerance(problem, population=None, max_iterations=20, seed=0, snap=None))
+        assert solution.feasible.all()
+        assert problem.local_evaluations > solution.internal[0].size  # every knot was scored locally
+        whole_clip_rows.append(problem.evaluations)
+    # (scoring each round's shortlist on the whole clip took ~800 rows at both lengths)
+    assert max(whole_clip_rows) <= 150
+    assert whole_clip_rows[1] <= whole_clip_rows[0] + 40

@@ -1,0 +1,471 @@
+"""Tolerance mode: the fewest knots per lane with every sample within tolerance.
+
+On a :class:`.knots.KnotProblem` (errors in tolerance units, 1.0 = the tolerance), all lanes together:
+
+1. greedy insertion: split the worst offending spans until every sample is within tolerance;
+2. removal rounds: every knot of every lane is scored by a local refit (:mod:`.local`: the spans
+   around the knot refitted, the rest of the current fit kept, so the score costs the window's
+   samples, not the clip's); the removable knots, best first and far enough apart that their
+   refits do not touch, are removed together, and one global least-squares fit per round
+   confirms them (any whose window the global fit breaks go back);
+3. when a lane has no removable knot left, CMA-ES moves the knots around its cheapest removal to
+   win one back (scored by local refits too, confirmed by a global fit).
+
+A round costs a few global fits plus local refits over about ten spans per knot, i.e. linear in
+the samples, and the number of rounds depends on how many neighbouring knots must go one after
+the other, not on the clip's length: the whole search is about linear in the samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from .knots import FEASIBLE, RMS_TIE_BREAK, SCORE_CHUNK_ELEMENTS, KnotProblem
+from .local import LaneFit, LocalScores, lane_fit, score_replacements
+
+__all__ = ["ToleranceSolution", "fit_lanes", "solve_tolerance"]
+
+INSERT_FRACTION = 0.25  # share of the offending spans split per insertion round
+INSERTION_PROGRESS_STEP = 0.02
+INSERTION_PROGRESS_MAX = 0.3  # insertion reports progress up to here, removal the rest
+# Spans refitted on each side of a removed knot when scoring it locally.
+REMOVAL_MARGIN = 2
+# A deterministic budget of CMA-ES rescues: ~RESCUE_BUDGET lane-runs in all, 1..8 per lane (one
+# curve of a 96-curve clip gets one; a shared latent knot vector gets eight).
+RESCUE_BUDGET = 100
+MAX_RESCUES_PER_LANE = 8
+RESCUE_WINDOW = 3  # a rescue moves this many knots on each side of the removed one
+RESCUE_SEED_STRIDE = 7919  # a prime: rescue seeds differ per lane and per knot count
+# A round removes every removable knot whose refit window is free, so a few dozen rounds remove
+# all a clip can lose whatever its length; the cap is a safety net (the knots are within
+# tolerance after every round, just more of them).
+MAX_REMOVAL_ROUNDS = 64
+# A batch the global fit does not confirm is narrowed this often before it waits a round.
+CONFIRM_ATTEMPTS = 3
+
+
+class ToleranceSolution(NamedTuple):
+    """Internal knots per lane and whether the lane ends within tolerance."""
+
+    internal: list[np.ndarray]
+    feasible: np.ndarray  # (C,) bool
+
+
+class _Rescue(NamedTuple):
+    lane: int
+    knots: np.ndarray  # the lane's knots without the removed one
+    gap: int  # where the removed knot was
+
+
+def fit_lanes(problem: KnotProblem, internal: Sequence[np.ndarray], lanes: Sequence[int]) -> list[LaneFit]:
+    """Global least-squares fits of ``internal[k]`` on lane ``lanes[k]``, with their errors.
+
+    Parameters
+    ----------
+    problem : KnotProblem
+    internal : sequence of ndarray
+        Internal (distinct) knots of each fit.
+    lanes : sequence of int
+        The lane each fit belongs to.
+
+    Returns
+    -------
+    list of LaneFit
+        One per fit, in order.
+    """
+    lanes = list(lanes)
+    chunk = max(1, int(SCORE_CHUNK_ELEMENTS // max(1, problem.target[0].size)))
+    out: list[LaneFit] = []
+    for start in range(0, len(lanes), chunk):
+        part = [np.asarray(internal[k], dtype=float) for k in range(start, min(start + chunk, len(lanes)))]
+        err, ctrl = problem.errors(part, np.array(lanes[start : start + chunk]))
+        for k, knots in enumerate(part):
+            full = problem.knot_vectors(knots[None])[0]
+            out.append(lane_fit(full, ctrl[k, : full.size - problem.degree - 1], err[k]))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# 1) insertion
+
+
+def _insert_knots(
+    problem: KnotProblem, internal: np.ndarray, per_sample: np.ndarray, snap: np.ndarray | None
+) -> np.ndarray | None:
+    """New knots in the worst spans whose samples break the tolerance; None if none can split.
+
+    Vectorised over the spans (samples are sorted, so each span's samples are one run): a
+    loop over spans that scans every sample would make a long clip's insertion quadratic.
+    """
+    breaks = np.concatenate([[0.0], internal, [1.0]])
+    seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
+    grid = problem.tau if snap is None else snap
+    spans, first = np.unique(seg, return_index=True)
+    span_worst = np.maximum.reduceat(per_sample, first)
+    offending = span_worst > FEASIBLE
+    if not offending.any() or grid.size == 0:
+        return None
+    # the first sample of each span that reaches the span's worst error (np.argmax's choice)
+    group = np.searchsorted(spans, seg)
+    at_worst = np.flatnonzero(per_sample == span_worst[group])
+    _, first_worst = np.unique(seg[at_worst], return_index=True)
+    worst = problem.tau[at_worst[first_worst]][offending]
+    err = span_worst[offending]
+    lo, hi = breaks[spans[offending]], breaks[spans[offending] + 1]
+    # halfway between the worst sample and the span centre, on a sample position: spans
+    # stay whole numbers of samples, so splitting can go down to a knot on every sample
+    # (where the least-squares spline interpolates)
+    pos = 0.5 * (worst + 0.5 * (lo + hi))
+    first_in = np.searchsorted(grid, lo + problem.min_gap, side="left")
+    last_in = np.searchsorted(grid, hi - problem.min_gap, side="right") - 1
+    splittable = first_in <= last_in
+    right = np.clip(np.searchsorted(grid, pos), first_in, last_in)
+    left = np.clip(right - 1, first_in, last_in)
+    grid_idx = np.clip(np.where(np.abs(pos - grid[np.clip(left, 0, grid.size - 1)])
+                                <= np.abs(grid[np.clip(right, 0, grid.size - 1)] - pos), left, right),
+                       0, grid.size - 1)
+    err, new_knots = err[splittable], grid[grid_idx[splittable]]
+    if err.size == 0:
+        return None
+    # worst spans first, and only a share of them per round: inserting everywhere at once
+    # overshoots, and every surplus knot costs a removal later
+    order = np.lexsort((new_knots, err))[::-1]
+    take = max(1, int(np.ceil(err.size * INSERT_FRACTION)))
+    return np.sort(np.concatenate([internal, new_knots[order[:take]]]))
+
+
+def _insert_until_feasible(
+    problem: KnotProblem, internal: list[np.ndarray], feasible: np.ndarray, snap: np.ndarray | None
+) -> Generator[float, None, None]:
+    """Greedy insertion on every lane (in place) until it is within tolerance or cannot split."""
+    active = list(range(problem.n_lanes))
+    rounds = 0
+    while active:
+        mx, _, per_sample = problem.score([internal[c] for c in active], np.array(active), samples=True)
+        assert per_sample is not None
+        still = []
+        for k, c in enumerate(active):
+            if mx[k] <= FEASIBLE:
+                feasible[c] = True
+                continue
+            grown = _insert_knots(problem, internal[c], per_sample[k], snap)
+            if grown is not None:
+                internal[c] = grown
+                still.append(c)
+        active = still
+        rounds += 1
+        yield min(INSERTION_PROGRESS_MAX, INSERTION_PROGRESS_STEP * rounds)
+
+
+# --------------------------------------------------------------------------------------
+# 2) removal rounds
+
+
+@dataclass
+class _LaneScores:
+    """The local removal scores of one lane's knots, kept between rounds: a removal changes the
+    fit only around it, so only the knots whose refits read that part are scored again."""
+
+    max_error: np.ndarray  # (n,)
+    rms: np.ndarray  # (n,)
+    changed: np.ndarray  # (n, 2) x-interval each removal changes
+    depends: np.ndarray  # (n, 2) x-interval each removal's refit reads
+    valid: np.ndarray  # (n,) bool
+
+    @classmethod
+    def empty(cls, n: int) -> _LaneScores:
+        return cls(np.zeros(n), np.zeros(n), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n, dtype=bool))
+
+    def removed(self, picks: Sequence[int], windows: np.ndarray) -> _LaneScores:
+        """Scores after removing knots ``picks`` whose removals changed the disjoint x-intervals
+        ``windows``: the scores whose refits read any of them are stale."""
+        keep = np.ones(self.valid.size, dtype=bool)
+        keep[list(picks)] = False
+        out = _LaneScores(self.max_error[keep], self.rms[keep], self.changed[keep], self.depends[keep],
+                          self.valid[keep].copy())
+        order = np.argsort(windows[:, 0])
+        starts, ends = windows[order, 0], windows[order, 1]
+        # the window starting last before a refit's end is the only one that can overlap it
+        last = np.searchsorted(starts, out.depends[:, 1], side="left") - 1
+        hit = (last >= 0) & (ends[np.maximum(last, 0)] > out.depends[:, 0])
+        out.valid &= ~hit
+        return out
+
+
+@dataclass
+class _Removal:
+    """State of the removal phase of :func:`solve_tolerance`."""
+
+    removing: list[int]  # lanes still trying to lose a knot
+    fits: list[LaneFit | None]  # (C,) each lane's current global fit
+    failures: np.ndarray  # (C,) CMA-ES rescues that did not close the gap
+    rescues: np.ndarray  # (C,) CMA-ES rescues spent
+    max_rescues: int
+    blocked: dict[int, set[float]] = field(default_factory=dict)  # knots the global fit refused
+    scores: dict[int, _LaneScores] = field(default_factory=dict)  # per lane, kept between rounds
+
+
+def _span_range(breaks: np.ndarray, interval: np.ndarray) -> tuple[int, int]:
+    """Spans [lo, hi) of ``breaks`` covered by the x-interval (whose ends are breaks)."""
+    lo, hi = np.searchsorted(breaks, interval, side="left")
+    return int(lo), int(max(hi, lo + 1))
+
+
+def _pick_apart(breaks: np.ndarray, order: np.ndarray, changed: np.ndarray, depends: np.ndarray) -> list[int]:
+    """Candidates in ``order`` whose refits leave each other alone: none changes what another
+    reads, so the removals together give exactly the refits each was scored with."""
+    n_spans = breaks.size - 1
+    in_changed = np.zeros(n_spans, dtype=bool)
+    in_depends = np.zeros(n_spans, dtype=bool)
+    picks = []
+    for k in order:
+        c0, c1 = _span_range(breaks, changed[k])
+        d0, d1 = _span_range(breaks, depends[k])
+        if in_depends[c0:c1].any() or in_changed[d0:d1].any():
+            continue
+        in_changed[c0:c1] = True
+        in_depends[d0:d1] = True
+        picks.append(int(k))
+    return picks
+
+
+def _gather_scores(state: _Removal, lanes: np.ndarray, index: np.ndarray) -> LocalScores:
+    """The kept scores of knots ``index`` of lanes ``lanes``, as one LocalScores."""
+    n = lanes.size
+    out = LocalScores(np.zeros(n), np.zeros(n), np.zeros((n, 2)), np.zeros((n, 2)))
+    for c in np.unique(lanes):
+        sel = lanes == c
+        cache, at = state.scores[int(c)], index[sel]
+        out.max_error[sel], out.rms[sel] = cache.max_error[at], cache.rms[at]
+        out.changed[sel], out.depends[sel] = cache.changed[at], cache.depends[at]
+    return out
+
+
+def _plan_removals(
+    problem: KnotProblem,
+    internal: list[np.ndarray],
+    state: _Removal,
+    snap: np.ndarray | None,
+    max_iterations: int,
+) -> tuple[dict[int, list[int]], dict[int, np.ndarray], list[_Rescue]]:
+    """One round's choices: per lane, removable knots whose refits do not touch (best first),
+    with the x-intervals their refits change; or a CMA-ES rescue of its cheapest removal."""
+    lanes, index = [], []
+    for c in state.removing:
+        cache = state.scores.setdefault(c, _LaneScores.empty(internal[c].size))
+        stale = np.flatnonzero(~cache.valid)
+        lanes += [c] * stale.size
+        index += stale.tolist()
+    lanes_a, index_a = np.array(lanes, dtype=int), np.array(index, dtype=int)
+    fresh = score_replacements(
+        state.fits, problem.tau, problem.latent, problem.target, problem.basis, problem.degree, problem.multiplicity,
+        lanes_a, index_a, index_a + 1, margin=REMOVAL_MARGIN,
+    )
+    problem.local_evaluations += lanes_a.size
+    for c in state.removing:
+        sel = lanes_a == c
+        cache, at = state.scores[c], index_a[sel]
+        cache.max_error[at], cache.rms[at] = fresh.max_error[sel], fresh.rms[sel]
+        cache.changed[at], cache.depends[at] = fresh.changed[sel], fresh.depends[sel]
+        cache.valid[at] = True
+    lanes, index = [], []
+    for c in state.removing:
+        blocked = state.blocked.get(c, set())
+        idx = [i for i, u in enumerate(internal[c]) if float(u) not in blocked] if blocked else range(internal[c].size)
+        lanes += [c] * len(idx)
+        index += list(idx)
+    lanes_a, index_a = np.array(lanes, dtype=int), np.array(index, dtype=int)
+    scores = _gather_scores(state, lanes_a, index_a)
+    objective = scores.max_error + RMS_TIE_BREAK * scores.rms
+    chosen: dict[int, list[int]] = {}
+    changed: dict[int, np.ndarray] = {}
+    rescue: list[_Rescue] = []
+    for c in state.removing:
+        sel = np.flatnonzero(lanes_a == c)
+        if sel.size == 0:
+            continue
+        removable = sel[scores.max_error[sel] <= FEASIBLE]
+        if removable.size:
+            breaks = np.concatenate([[0.0], internal[c], [1.0]])
+            order = removable[np.lexsort((index_a[removable], objective[removable]))]
+            picks = _pick_apart(breaks, order, scores.changed, scores.depends)
+            chosen[c] = [int(index_a[k]) for k in picks]
+            changed[c] = scores.changed[picks]
+        elif snap is None and state.failures[c] < 1 and state.rescues[c] < state.max_rescues and max_iterations > 0:
+            state.rescues[c] += 1
+            cheapest = int(index_a[sel[np.argmin(objective[sel])]])
+            rescue.append(_Rescue(c, np.delete(internal[c], cheapest), cheapest))
+    return chosen, changed, rescue
+
+
+def _confirm_removals(
+    problem: KnotProblem,
+    internal: list[np.ndarray],
+    state: _Removal,
+    chosen: dict[int, list[int]],
+    changed: dict[int, np.ndarray],
+) -> set[int]:
+    """Remove each lane's picks where one global fit confirms them (in place); where it breaks the
+    tolerance, the picks whose windows hold the broken samples go back and the rest is tried
+    again (a few times, then the remaining picks are blocked). Returns the lanes that lost knots."""
+    pending = {c: (list(p), np.asarray(changed[c])) for c, p in chosen.items() if p}
+    done: set[int] = set()
+    for _ in range(CONFIRM_ATTEMPTS):
+        if not pending:
+            break
+        trying = list(pending)
+        new = [np.delete(internal[c], pending[c][0]) for c in trying]
+        for c, knots, fit in zip(trying, new, fit_lanes(problem, new, trying), strict=True):
+            picks, windows = pending.pop(c)
+            if fit.max_error <= FEASIBLE:
+                state.scores[c] = state.scores[c].removed(picks, windows)
+                internal[c], state.fits[c] = knots, fit
+                state.blocked.pop(c, None)
+                done.add(c)
+                continue
+            bad = problem.tau[fit.worst > FEASIBLE]
+            hit = np.array([np.any((bad >= w[0]) & (bad <= w[1])) for w in windows])
+            keep = ~hit if hit.any() and not hit.all() else np.arange(len(picks)) == 0
+            if len(picks) == 1:
+                state.blocked.setdefault(c, set()).add(float(internal[c][picks[0]]))
+                continue
+            pending[c] = ([p for p, k in zip(picks, keep, strict=True) if k], windows[keep])
+    for c, (picks, _) in pending.items():
+        state.blocked.setdefault(c, set()).update(float(internal[c][p]) for p in picks)
+    return done
+
+
+def _run_rescues(
+    problem: KnotProblem,
+    internal: list[np.ndarray],
+    rescue: list[_Rescue],
+    state: _Removal,
+    population: int | None,
+    max_iterations: int,
+    seed: int,
+) -> Generator[float, None, set[int]]:
+    """CMA-ES moves the knots around each removed one (RESCUE_WINDOW each side) to close the gap,
+    each candidate scored by a local refit; a lane keeps the result when a global fit confirms it
+    (in place), else counts a failure. Returns the rescued lanes."""
+    lanes = np.array([r.lane for r in rescue])
+    windows = [(max(0, r.gap - RESCUE_WINDOW), min(r.knots.size, r.gap + RESCUE_WINDOW)) for r in rescue]
+
+    def local_score(rows: list[np.ndarray], runs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        first = np.array([windows[k][0] for k in runs], dtype=int)
+        stop = np.array([windows[k][1] + 1 for k in runs], dtype=int)
+        n_moved = stop - 1 - first
+        moved = np.zeros((len(rows), max(int(n_moved.max()), 1)))
+        for s, (row, k) in enumerate(zip(rows, runs, strict=True)):
+            moved[s, : n_moved[s]] = row[windows[k][0] : windows[k][1]]
+        scores = score_replacements(
+            state.fits, problem.tau, problem.latent, problem.target, problem.basis,
+            problem.degree, problem.multiplicity, lanes[runs], first, stop, moved, n_moved,
+            margin=REMOVAL_MARGIN,
+        )
+        problem.local_evaluations += len(rows)
+        return scores.max_error, scores.rms
+
+    results = yield from problem.cma_lanes(
+        [r.knots for r in rescue],
+        lanes,
+        "max",
+        population,
+        max_iterations,
+        [seed + RESCUE_SEED_STRIDE * int(c) + internal[c].size for c in lanes],
+        target=FEASIBLE,
+        windows=windows,
+        scorer=local_score,
+    )
+    found = [(r, np.asarray(f.knots)) for r, f in zip(rescue, results, strict=True) if f.max_error <= FEASIBLE]
+    confirmed = fit_lanes(problem, [k for _, k in found], [r.lane for r, _ in found])
+    rescued: set[int] = set()
+    for (r, knots), fit in zip(found, confirmed, strict=True):
+        if fit.max_error <= FEASIBLE:
+            internal[r.lane], state.fits[r.lane] = knots, fit
+            state.blocked.pop(r.lane, None)
+            state.scores.pop(r.lane, None)
+            rescued.add(r.lane)
+    for r in rescue:
+        if r.lane not in rescued:
+            state.failures[r.lane] += 1
+    return rescued
+
+
+def solve_tolerance(
+    problem: KnotProblem,
+    *,
+    population: int | None,
+    max_iterations: int,
+    seed: int,
+    snap: np.ndarray | None,
+    starts: Sequence[np.ndarray] | None = None,
+    max_rescues: int | None = None,
+) -> Generator[float, None, ToleranceSolution]:
+    """Fewest knots per lane with every sample within tolerance; all lanes advance together.
+
+    1) greedy insertion until feasible; 2) rounds removing every removable knot whose local refit
+    leaves the others' alone (best first), confirmed by one global fit per round; 3) when no
+    removal is feasible, CMA-ES moves the knots around the cheapest one to win it back. Removal
+    stops after MAX_REMOVAL_ROUNDS rounds; the cost is about linear in the samples.
+
+    Parameters
+    ----------
+    problem : KnotProblem
+        The lanes to solve.
+    population, max_iterations, seed : int
+        CMA-ES settings of the rescues (population None: pycma's default).
+    snap : ndarray or None
+        Allowed knot positions in tau (whole frames), or None for any sample position.
+    starts : sequence of ndarray, optional
+        Initial internal knots per lane (default: none).
+    max_rescues : int, optional
+        CMA-ES rescues per lane (default: a budget of ~RESCUE_BUDGET over all lanes).
+
+    Yields
+    ------
+    float
+        Progress in [0, 1].
+
+    Returns
+    -------
+    ToleranceSolution
+        Internal knots per lane and which lanes are within tolerance.
+    """
+    n_lanes = problem.n_lanes
+    internal = [np.zeros(0) if starts is None else np.asarray(starts[c], dtype=float) for c in range(n_lanes)]
+    feasible = np.zeros(n_lanes, dtype=bool)
+    yield from _insert_until_feasible(problem, internal, feasible, snap)
+    start_total = max(1, sum(internal[c].size for c in range(n_lanes)))
+    if max_rescues is None:
+        max_rescues = int(np.clip(RESCUE_BUDGET // n_lanes, 1, MAX_RESCUES_PER_LANE))
+    removing = [c for c in range(n_lanes) if feasible[c] and internal[c].size > 0]
+    fits: list[LaneFit | None] = [None] * n_lanes
+    for c, fit in zip(removing, fit_lanes(problem, [internal[c] for c in removing], removing), strict=True):
+        fits[c] = fit
+    state = _Removal(
+        removing=removing,
+        fits=fits,
+        failures=np.zeros(n_lanes, dtype=int),
+        rescues=np.zeros(n_lanes, dtype=int),
+        max_rescues=max_rescues,
+    )
+    for _ in range(MAX_REMOVAL_ROUNDS):
+        if not state.removing:
+            break
+        chosen, changed, rescue = _plan_removals(problem, internal, state, snap, max_iterations)
+        _confirm_removals(problem, internal, state, chosen, changed)
+        rescued: set[int] = set()
+        if rescue:
+            rescued = yield from _run_rescues(problem, internal, rescue, state, population, max_iterations, seed)
+        done = sum(internal[c].size for c in range(n_lanes))
+        yield INSERTION_PROGRESS_MAX + (1 - INSERTION_PROGRESS_MAX) * (1 - done / start_total)
+        state.removing = [
+            c
+            for c in state.removing
+            if internal[c].size > 0 and (c in chosen or c in rescued) and state.failures[c] < 1
+        ]
+    return ToleranceSolution(internal, feasible)
