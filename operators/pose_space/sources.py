@@ -48,10 +48,12 @@ __all__ = [
 ]
 
 MIN_FRAMES = posespace.MIN_FRAMES
-MAX_FRAMES = 1000
-"""Frames a pose space is built from. The core's layout (MDS over every pair of frames) and its
-choice of sites and control points grow faster than the frame count (about a minute at 500 frames,
-several at 1000): longer sequences are read with a frame step."""
+MAX_FRAMES = 5000
+"""Frames a pose space is built from. The core's build is close to linear in frames for a fixed
+tolerance except its layout (MDS over every pair of frames: an n x n distance matrix, 200 MB at
+5000) and, on noisy armature data, a site count that grows with the frames (measured: 2000 frames in
+about 10 s, 5000 in about a minute; scripts/benchmarking/pose_space_scaling.py). Longer sequences are
+read with a frame step."""
 MAX_VALUES = 100_000_000
 """Numbers read (frames x values per frame, 800 MB as doubles): a mesh sequence is held in memory."""
 DEFAULT_TOLERANCE_DEG = 0.5  # armatures: radians-equivalent channels
