@@ -312,13 +312,21 @@ def fit_pose_signal(p: np.ndarray, x: np.ndarray, sites: np.ndarray) -> PoseSign
     ell = sites.shape[0]
     if ell < 3:
         raise ValueError(f"a thin-plate spline needs at least 3 distinct sites, got {ell}")
-    side = np.column_stack([np.ones(ell), sites])  # (l, 3)
+    # The side conditions' span {1, x, y} is the same for the sites centred and scaled to unit
+    # spread, which keeps the collinearity test independent of the layout's scale.
+    spread = max(float(np.ptp(sites, axis=0).max()), 1e-300)
+    side = np.column_stack([np.ones(ell), (sites - sites.mean(axis=0)) / spread])  # (l, 3)
     q, r = np.linalg.qr(side, mode="complete")
-    if abs(np.linalg.det(r[:3, :3])) < 1e-12 * max(1.0, float(np.abs(sites).max()) ** 2):
+    if abs(np.linalg.det(r[:3, :3])) < 1e-12 * ell ** 1.5:
         raise ValueError("the sites are collinear: the pose space needs positions spread in 2D")
     null = q[:, 3:]  # (l, l - 3), orthogonal to the side conditions
     design = np.hstack([_phi(_dist(p, sites)) @ null, np.ones((n, 1)), p])  # (n, l)
-    sol, *_ = np.linalg.lstsq(design, x, rcond=None)
+    # Columns equilibrated: kernel columns grow as r^2 log r, the affine ones as 1 and r, so at
+    # large layout scales lstsq's relative cut-off would drop the constant column as noise.
+    norms = np.linalg.norm(design, axis=0)
+    norms[norms == 0.0] = 1.0
+    sol, *_ = np.linalg.lstsq(design / norms, x, rcond=None)
+    sol /= norms[:, None]
     weights = null @ sol[: ell - 3]
     return PoseSignal(sites, weights, sol[ell - 3:])
 
@@ -427,6 +435,28 @@ def mds_positions(x: np.ndarray, *, pins: Mapping[int, ArrayLike] | None = None,
     n = x.shape[0]
     dx = _dist(x, x)
     fixed = _check_pins(pins, n, dx)
+    unit = _layout_unit(dx)
+    if unit != 1.0:
+        # far from unit scale the steps' absolute guards (no division by a zero distance) would
+        # swallow every distance: lay out in units of a power of two (exact) and scale back
+        x, dx = x / unit, dx / unit
+        fixed = {i: v / unit for i, v in fixed.items()}
+        init = None if init is None else np.asarray(init, dtype=float) / unit
+    return unit * _smacof_layout(x, dx, fixed, init, iterations, tol)
+
+
+def _layout_unit(dx: np.ndarray) -> float:
+    """1.0 for shapes whose largest distance lies in [1e-3, 1e6]; else the power of two nearest it."""
+    largest = float(dx.max()) if dx.size else 0.0
+    if largest == 0.0 or not np.isfinite(largest) or 1e-3 <= largest <= 1e6:
+        return 1.0
+    return float(2.0 ** round(np.log2(largest)))
+
+
+def _smacof_layout(x: np.ndarray, dx: np.ndarray, fixed: dict[int, np.ndarray], init: np.ndarray | None,
+                   iterations: int, tol: float) -> np.ndarray:
+    """:func:`mds_positions` on checked pins and the distances ``dx`` of the rows of ``x``."""
+    n = x.shape[0]
     if init is not None:
         p = np.array(init, dtype=float, copy=True)
     else:

@@ -534,3 +534,27 @@ def test_pinning_one_of_two_equal_poses_keeps_the_interpolation_case():
     assert np.array_equal(pinned.positions[-1], far)
     assert np.linalg.norm(pinned.positions[0] - pinned.positions[-1]) > 1e-3  # now distinct
     np.testing.assert_allclose(pinned.evaluate(frames), z, atol=1e-6 * np.abs(z).max())
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1e-5, 1e10, 1e20, 1e30, 1e100])
+def test_tolerance_build_does_not_depend_on_the_units(scale):
+    """The same motion in other units (scaled by ``scale``, tolerance too) gets the same k, l, m and
+    the same error relative to its tolerance: no absolute threshold decides a build. At 1e20 the
+    thin-plate fit used to drop its constant column as noise (error 18x the tolerance) and at 1e-8
+    the layout collapsed ('the sites are collinear')."""
+    rng = np.random.default_rng(0)
+    n = 40
+    t = np.linspace(0.0, 2.0 * np.pi, n)
+    z = (rng.normal(size=(1, 60)) + np.outer(np.sin(t), rng.normal(size=60))
+         + 0.3 * np.outer(np.cos(2.0 * t), rng.normal(size=60)))
+
+    def build(s):
+        ps = build_pose_space(z * s, tolerance=0.01 * s)
+        err = np.sqrt(np.mean((ps.evaluate(ps.frames) - z * s).reshape(n, -1, 3) ** 2))
+        return (ps.k, ps.l, ps.m), err / (0.01 * s)
+
+    counts, ratio = build(1.0)
+    assert ratio <= 1.0
+    other_counts, other_ratio = build(scale)
+    assert other_counts == counts
+    assert other_ratio == pytest.approx(ratio, rel=1e-6)
