@@ -19,7 +19,7 @@ from typing import Any
 
 import bpy
 
-from .fcurves import KeyframeError, check_keys_finite, curves_digest, read_key_frames
+from .fcurves import KeyframeError, check_keys_finite, read_key_frames
 
 
 def has_slots() -> bool:
@@ -474,19 +474,3 @@ def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -
         else:
             skipped.append((action, int(value)))
     return skipped
-
-
-def actions_signature(actions: Iterable[bpy.types.Action]) -> tuple:
-    """What changes when an action is edited: per action its name, frame range and a digest of the
-    content of every curve (:func:`~.fcurves.curves_digest`: keys, handles, interpolation,
-    extrapolation, modifiers) of every slot. Moving one key by a fraction of a frame, or changing
-    one value, changes it; so a cache keyed by it is never served for edited data."""
-    sig: list[tuple] = []
-    for a in actions:
-        rng: Any = a.frame_range
-        if _is_slotted(a):
-            fcs = [fc for slot in a.slots for fc in action_fcurves(a, slot)]
-        else:
-            fcs = action_fcurves(a, None)
-        sig.append((a.name, tuple(rng), a.use_frame_range, len(fcs), curves_digest(fcs)))
-    return tuple(sig)

@@ -29,7 +29,7 @@ from .channels import (
     shape_key_name_of_path,
     shape_key_value_path,
 )
-from .fcurves import sample_curves, write_dense_linear
+from .fcurves import curves_digest, sample_curves, write_dense_linear
 from .shape_keys import set_key_values_by_name
 
 DB_SHAPE_KEYS = "SHAPE_KEYS"
@@ -90,23 +90,14 @@ def named_channel_curves(action: bpy.types.Action, kind: str, id_data: Any = Non
 
 def channels_signature(actions: Iterable[bpy.types.Action], kind: str) -> str:
     """A digest of everything that decides the named channels' values: per action its name, and per
-    channel its name, keys (frames, values, both handles, interpolation), extrapolation, muting and
-    modifier count. Any edit of a key changes it, not only a changed key count or frame range; one
-    ``foreach_get`` per key property (about 10 ms per million keys), no sampling."""
+    channel its name, muting and :func:`~.fcurves.curves_digest` (keys, handles, interpolation,
+    extrapolation, modifiers). Any edit of a key changes it, not only a changed key count or frame
+    range; one ``foreach_get`` per key property (about 10 ms per million keys), no sampling."""
     digest = hashlib.blake2b(digest_size=16)
     for action in actions:
         digest.update(f"\x00{action.name}".encode())
         for name, fc in named_channel_curves(action, kind).items():
-            kps = fc.keyframe_points
-            n = len(kps)
-            digest.update(f"\x01{name}|{n}|{fc.extrapolation}|{fc.mute}|{len(fc.modifiers)}".encode())
-            pairs = np.empty(2 * n, dtype=np.float32)
-            for prop in ("co", "handle_left", "handle_right"):
-                kps.foreach_get(prop, pairs)
-                digest.update(pairs.tobytes())
-            modes = np.empty(n, dtype=np.int32)
-            kps.foreach_get("interpolation", modes)
-            digest.update(modes.tobytes())
+            digest.update(f"\x01{name}|{fc.mute}|{curves_digest([fc])}".encode())
     return digest.hexdigest()
 
 
