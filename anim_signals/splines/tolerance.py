@@ -7,7 +7,9 @@ On a :class:`.knots.KnotProblem` (errors in tolerance units, 1.0 = the tolerance
    around the knot refitted, the rest of the current fit kept, so the score costs the window's
    samples, not the clip's); the removable knots, best first and far enough apart that their
    refits do not touch, are removed together, and one global least-squares fit per round
-   confirms them (any whose window the global fit breaks go back);
+   confirms them (where it breaks the tolerance, the removal nearest the broken sample waits
+   until something near it changes); scores are kept between rounds except where a removal
+   changed the fit;
 3. when a lane has no removable knot left, CMA-ES moves the knots around its cheapest removal to
    win one back (scored by local refits too, confirmed by a global fit).
 
@@ -175,25 +177,41 @@ class _LaneScores:
     changed: np.ndarray  # (n, 2) x-interval each removal changes
     depends: np.ndarray  # (n, 2) x-interval each removal's refit reads
     valid: np.ndarray  # (n,) bool
+    blocked: np.ndarray  # (n,) bool: the global fit refused this removal; wait for a change nearby
 
     @classmethod
     def empty(cls, n: int) -> _LaneScores:
-        return cls(np.zeros(n), np.zeros(n), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n, dtype=bool))
+        return cls(np.zeros(n), np.zeros(n), np.zeros((n, 2)), np.zeros((n, 2)), np.zeros(n, dtype=bool),
+                   np.zeros(n, dtype=bool))
 
     def removed(self, picks: Sequence[int], windows: np.ndarray) -> _LaneScores:
         """Scores after removing knots ``picks`` whose removals changed the disjoint x-intervals
-        ``windows``: the scores whose refits read any of them are stale."""
+        ``windows``: the scores whose refits read any of them are stale (and worth a new try)."""
         keep = np.ones(self.valid.size, dtype=bool)
         keep[list(picks)] = False
         out = _LaneScores(self.max_error[keep], self.rms[keep], self.changed[keep], self.depends[keep],
-                          self.valid[keep].copy())
-        order = np.argsort(windows[:, 0])
-        starts, ends = windows[order, 0], windows[order, 1]
-        # the window starting last before a refit's end is the only one that can overlap it
-        last = np.searchsorted(starts, out.depends[:, 1], side="left") - 1
-        hit = (last >= 0) & (ends[np.maximum(last, 0)] > out.depends[:, 0])
+                          self.valid[keep].copy(), self.blocked[keep].copy())
+        hit = _nearest_window(windows, out.depends) >= 0
         out.valid &= ~hit
+        out.blocked &= ~hit
         return out
+
+
+def _nearest_window(windows: np.ndarray, intervals: np.ndarray, nearest: bool = False) -> np.ndarray:
+    """Per x-interval (or point: both ends equal), the index of the disjoint window it overlaps,
+    else -1; with ``nearest``, the index of the closest window instead."""
+    order = np.argsort(windows[:, 0])
+    starts, ends = windows[order, 0], windows[order, 1]
+    # the window starting last before an interval's end is the only one that can overlap it
+    last = np.searchsorted(starts, intervals[:, 1], side="left") - 1
+    at = np.maximum(last, 0)
+    overlap = (last >= 0) & (ends[at] > intervals[:, 0])
+    if not nearest:
+        return np.where(overlap, order[at], -1)
+    after = np.minimum(last + 1, starts.size - 1)
+    gap_before = np.where(last >= 0, np.maximum(intervals[:, 0] - ends[at], 0.0), np.inf)
+    gap_after = np.where(last + 1 < starts.size, np.maximum(starts[after] - intervals[:, 1], 0.0), np.inf)
+    return order[np.where(gap_before <= gap_after, at, after)]
 
 
 @dataclass
@@ -205,7 +223,6 @@ class _Removal:
     failures: np.ndarray  # (C,) CMA-ES rescues that did not close the gap
     rescues: np.ndarray  # (C,) CMA-ES rescues spent
     max_rescues: int
-    blocked: dict[int, set[float]] = field(default_factory=dict)  # knots the global fit refused
     scores: dict[int, _LaneScores] = field(default_factory=dict)  # per lane, kept between rounds
 
 
@@ -274,10 +291,9 @@ def _plan_removals(
         cache.valid[at] = True
     lanes, index = [], []
     for c in state.removing:
-        blocked = state.blocked.get(c, set())
-        idx = [i for i, u in enumerate(internal[c]) if float(u) not in blocked] if blocked else range(internal[c].size)
-        lanes += [c] * len(idx)
-        index += list(idx)
+        idx = np.flatnonzero(~state.scores[c].blocked)
+        lanes += [c] * idx.size
+        index += idx.tolist()
     lanes_a, index_a = np.array(lanes, dtype=int), np.array(index, dtype=int)
     scores = _gather_scores(state, lanes_a, index_a)
     objective = scores.max_error + RMS_TIE_BREAK * scores.rms
@@ -309,9 +325,10 @@ def _confirm_removals(
     chosen: dict[int, list[int]],
     changed: dict[int, np.ndarray],
 ) -> set[int]:
-    """Remove each lane's picks where one global fit confirms them (in place); where it breaks the
-    tolerance, the picks whose windows hold the broken samples go back and the rest is tried
-    again (a few times, then the remaining picks are blocked). Returns the lanes that lost knots."""
+    """Remove each lane's picks where one global fit confirms them (in place). Where the global fit
+    breaks the tolerance (it differs from the local refits by a ripple that decays away from each
+    removal), the pick nearest to each broken sample is blocked and the rest tried again (a few
+    times, then all are blocked). Returns the lanes that lost knots."""
     pending = {c: (list(p), np.asarray(changed[c])) for c, p in chosen.items() if p}
     done: set[int] = set()
     for _ in range(CONFIRM_ATTEMPTS):
@@ -324,18 +341,16 @@ def _confirm_removals(
             if fit.max_error <= FEASIBLE:
                 state.scores[c] = state.scores[c].removed(picks, windows)
                 internal[c], state.fits[c] = knots, fit
-                state.blocked.pop(c, None)
                 done.add(c)
                 continue
             bad = problem.tau[fit.worst > FEASIBLE]
-            hit = np.array([np.any((bad >= w[0]) & (bad <= w[1])) for w in windows])
-            keep = ~hit if hit.any() and not hit.all() else np.arange(len(picks)) == 0
-            if len(picks) == 1:
-                state.blocked.setdefault(c, set()).add(float(internal[c][picks[0]]))
-                continue
-            pending[c] = ([p for p, k in zip(picks, keep, strict=True) if k], windows[keep])
+            blamed = np.zeros(len(picks), dtype=bool)
+            blamed[_nearest_window(windows, np.column_stack([bad, bad]), nearest=True)] = True
+            state.scores[c].blocked[np.asarray(picks)[blamed]] = True
+            if not blamed.all():
+                pending[c] = ([p for p, b in zip(picks, blamed, strict=True) if not b], windows[~blamed])
     for c, (picks, _) in pending.items():
-        state.blocked.setdefault(c, set()).update(float(internal[c][p]) for p in picks)
+        state.scores[c].blocked[picks] = True
     return done
 
 
@@ -386,7 +401,6 @@ def _run_rescues(
     for (r, knots), fit in zip(found, confirmed, strict=True):
         if fit.max_error <= FEASIBLE:
             internal[r.lane], state.fits[r.lane] = knots, fit
-            state.blocked.pop(r.lane, None)
             state.scores.pop(r.lane, None)
             rescued.add(r.lane)
     for r in rescue:
