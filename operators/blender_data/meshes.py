@@ -235,6 +235,22 @@ def rest_vertices(ob: bpy.types.Object) -> np.ndarray:
     return mesh_vertices(mesh)
 
 
+def evaluated_triangles(ob: bpy.types.Object) -> np.ndarray:
+    """The triangles (F, 3) int64 of the object's evaluated mesh (every modifier) at the current frame."""
+    ob_eval: Any = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    me: Any = ob_eval.to_mesh()
+    try:
+        return mesh_triangles(me)
+    finally:
+        ob_eval.to_mesh_clear()
+
+
+def set_mesh_vertices(mesh: bpy.types.Mesh, coords: np.ndarray) -> None:
+    """Overwrite the mesh's vertex positions with ``coords`` (V, 3) and tag it for redraw."""
+    mesh.vertices.foreach_set("co", np.ascontiguousarray(coords, dtype=np.float32).reshape(-1))
+    mesh.update()
+
+
 def evaluated_counts(ob: bpy.types.Object) -> tuple[int, int]:
     """Vertex and face counts of the object's evaluated mesh (every modifier) at the current frame."""
     ob_eval: Any = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())

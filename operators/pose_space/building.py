@@ -25,8 +25,10 @@ from ..blender_data.meshes import (
     mesh_copy_without_shape_keys,
     new_object_copy,
     replace_mesh,
+    set_mesh_vertices,
 )
 from ..blender_data.shape_keys import write_shape_key_basis
+from .gradient import GradientRows
 from .sources import BuildPlan, PoseSpaceInputError, build_plan, read_frames
 from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, forget, is_space_object, store
 
@@ -50,6 +52,8 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
         raise PoseSpaceInputError(f"Cannot build a pose space from non-finite data: frame {plan.frames[row]:g}, {what}")
     plan.z = z
     zs = z * plan.channel_scale if plan.channel_scale is not None else z
+    if plan.shape_space == "GRADIENT":
+        zs = yield from _encode_gradients(plan, z)
     if is_static(zs):
         raise PoseSpaceInputError(
             f'Nothing moves: every frame of "{ob.name}" ({plan.frames[0]:g}-{plan.frames[-1]:g}) has the same '
@@ -63,23 +67,108 @@ def iter_build(plan: BuildPlan) -> Generator[float, None, PoseSpace]:
     elif plan.tolerance > 0.0:
         tol = plan.tolerance
     else:
-        tol = default_tolerance(zs)
+        tol = default_tolerance(z)
     if tol is not None and plan.k is not None and plan.l is not None and plan.m is not None:
         tol = None  # everything given
     plan.tolerance_used = tol
     t1 = time.perf_counter()
+    if plan.gradient is not None:
+        space = yield from _build_gradient(plan, zs, z, tol)
+    else:
+        space = _build_core(plan, zs, tol)
+        plan.error = space.reconstruction_error(zs)
+    plan.seconds_core = time.perf_counter() - t1
+    plan.space = space
+    yield 1.0
+    return space
+
+
+def _build_core(plan: BuildPlan, rows: np.ndarray, tol: float | None) -> PoseSpace:
     try:
-        space = posespace.build_pose_space(
-            zs, frames=plan.frames, m=plan.m, l=plan.l, k=plan.k, tolerance=tol, pins=plan.pins or None,
+        return posespace.build_pose_space(
+            rows, frames=plan.frames, m=plan.m, l=plan.l, k=plan.k, tolerance=tol, pins=plan.pins or None,
             row_size=plan.row_size,
         )
     except ValueError as err:
         raise PoseSpaceInputError(f"Cannot build the pose space: {err}") from err
-    plan.seconds_core = time.perf_counter() - t1
-    plan.error = space.reconstruction_error(zs)
-    plan.space = space
-    yield 1.0
-    return space
+
+
+GRADIENT_TOLERANCE_ROUNDS = 6
+"""Builds a gradient-space pose space may take to meet the vertex tolerance (each one core build
+and a decode of every frame)."""
+
+
+def _build_gradient(plan: BuildPlan, rows: np.ndarray, z: np.ndarray,
+                    tol: float | None) -> Generator[float, None, PoseSpace]:
+    """A pose space on deformation-gradient rows whose *decoded vertices* meet the vertex tolerance
+    ``tol`` (RMS per vertex, scene units), so the Tolerance setting means the same in both shape
+    spaces. The core's tolerance is on the rows (dimensionless: radians, stretch); a rotation error
+    e moves vertices by about e times the mesh's size, so the first build asks for tol / diagonal
+    and each further one tightens it by the measured excess, up to
+    :data:`GRADIENT_TOLERANCE_ROUNDS` builds (then the closest is kept, with a warning)."""
+    assert plan.gradient is not None
+    if tol is None:
+        space = _build_core(plan, rows, None)
+        plan.error = yield from _decoded_error(plan, space, z)
+        return space
+    row_tol = tol / plan.gradient.translation_scale
+    best: tuple[PoseSpace, dict[str, float], float] | None = None
+    for _ in range(GRADIENT_TOLERANCE_ROUNDS):
+        space = _build_core(plan, rows, row_tol)
+        error = yield from _decoded_error(plan, space, z)
+        if best is None or error["rms"] < best[1]["rms"]:
+            best = (space, error, row_tol)
+        if error["rms"] <= tol:
+            break
+        row_tol *= min(0.5, max(0.1, 0.8 * tol / error["rms"]))
+    assert best is not None
+    if best[1]["rms"] > tol:
+        plan.warnings.append(f"Deformation gradients: the closest model has an RMS error of {best[1]['rms']:.3g} "
+                             f"per vertex, above the tolerance {tol:.3g}")
+    plan.gradient_tolerance = best[2]
+    plan.error = best[1]
+    return best[0]
+
+
+_ENCODE_BATCH = 64  # frames per step: bounds the per-triangle matrices held at once, and Esc stays responsive
+
+
+def _encode_gradients(plan: BuildPlan, z: np.ndarray) -> Generator[float, None, np.ndarray]:
+    """The frames as deformation-gradient rows (see :mod:`.gradient`), the first frame the reference."""
+    assert plan.triangles is not None
+    try:
+        plan.gradient = GradientRows(z[0], plan.triangles, name=f'mesh "{plan.object_name}"')
+    except ValueError as err:
+        raise PoseSpaceInputError(f"Cannot use the Deformation Gradients shape space: {err}") from err
+    rows = np.empty((len(z), plan.gradient.dimension))
+    for i in range(0, len(z), _ENCODE_BATCH):
+        rows[i:i + _ENCODE_BATCH] = plan.gradient.encode(z[i:i + _ENCODE_BATCH])
+        yield 0.8 + 0.05 * min(1.0, (i + _ENCODE_BATCH) / len(z))
+    bad = ~np.isfinite(rows)
+    if bad.any():  # a frame with a collapsed triangle has no rotation
+        row, col = np.argwhere(bad)[0]
+        raise PoseSpaceInputError(f"Cannot use the Deformation Gradients shape space: frame {plan.frames[row]:g} "
+                                  f"collapses triangle {col // 9} (zero area)")
+    return rows
+
+
+def _decoded_error(plan: BuildPlan, space: PoseSpace, z: np.ndarray) -> Generator[float, None, dict[str, float]]:
+    """Reconstruction error per vertex (scene units) of a gradient-space model: its rows decoded to
+    vertex positions and compared with the frames read, so the numbers mean what they mean in
+    vertex space."""
+    assert plan.gradient is not None
+    rows = space.evaluate(space.frames)
+    n, v = len(z), plan.gradient.n_vertices
+    sq_sum, worst = 0.0, 0.0
+    for i in range(0, n, _ENCODE_BATCH):
+        decoded = plan.gradient.decode(rows[i:i + _ENCODE_BATCH])
+        dist = np.linalg.norm(decoded - z[i:i + _ENCODE_BATCH].reshape(-1, v, 3), axis=2)
+        sq_sum += float(np.sum(dist**2))
+        worst = max(worst, float(dist.max()))
+        yield 0.9
+    if not math.isfinite(sq_sum):
+        raise PoseSpaceInputError("Cannot build the pose space: its deformation gradients decode to non-finite vertices")
+    return {"rms": math.sqrt(sq_sum / (n * v)), "max": worst}
 
 
 @dataclass
@@ -100,7 +189,8 @@ class BuildSummary:
     rms_error: float = 0.0
     max_error: float = 0.0
     error_units: str = ""  # "" (scene units, per vertex) or "deg"
-    tolerance: float = 0.0  # in error_units; 0: exact
+    tolerance: float = 0.0  # in error_units (GRADIENT: gradient values, see .gradient); 0: exact
+    shape_space: str = "VERTEX"
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
@@ -108,6 +198,8 @@ class BuildSummary:
         unit = " deg" if self.error_units == "deg" else ""
         per = "channel" if self.error_units == "deg" else "vertex"
         tol = f"tolerance {self.tolerance:.3g}{unit}" if self.tolerance > 0.0 else "exact (interpolation)"
+        if self.shape_space == "GRADIENT":
+            tol = "deformation gradients, " + tol
         return (
             f'Pose space "{self.object_name}" from {self.source.replace("_", " ").lower()} of "{self.source_object}" '
             f"(frames {self.frame_start:g}-{self.frame_end:g}): n {self.n}, k {self.k}, l {self.l}, m {self.m}; "
@@ -121,7 +213,8 @@ def _summary(plan: BuildPlan, ps_ob) -> BuildSummary:
     assert space is not None and plan.z is not None
     s = BuildSummary(object_name=ps_ob.name, source_object=plan.object_name, source=plan.source,
                      frame_start=float(plan.frames[0]), frame_end=float(plan.frames[-1]), n=space.n, k=space.k,
-                     l=space.l, m=space.m, d=int(plan.z.shape[1]), warnings=list(plan.warnings))
+                     l=space.l, m=space.m, d=int(plan.z.shape[1]), warnings=list(plan.warnings),
+                     shape_space=plan.shape_space)
     rms, mx = plan.error.get("rms", 0.0), plan.error.get("max", 0.0)
     tol = plan.tolerance_used or 0.0
     if plan.source == "ACTION":
@@ -144,6 +237,7 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
             "frame_step": int(plan.frame_step), "fps": float(plan.fps),
             "tolerance": float(plan.tolerance_used or 0.0),
             "tolerance_units": "deg" if plan.source == "ACTION" else "",
+            "gradient_tolerance": float(plan.gradient_tolerance or 0.0),  # GRADIENT: the core's, on the rows
         },
         "source_frames": [float(f) for f in plan.frames],
         "error_rms": float(plan.error.get("rms", 0.0)),
@@ -165,6 +259,16 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
             "channel_scale": [float(v) for v in plan.channel_scale],
         })
         store(ps_ob, space, extra)
+    elif plan.gradient is not None:
+        ps_ob = _space_mesh_object(plan)
+        reference = plan.gradient.space.reference
+        set_mesh_vertices(ps_ob.data, reference.vertices)
+        extra.update({
+            "kind": "MESH", "shape_space": "GRADIENT", "scales": [1.0] * space.m, "key_names": [],
+            "gradient_reference": [float(v) for v in reference.vertices.ravel()],
+            "gradient_faces": [int(i) for i in reference.faces.ravel()],
+        })
+        store(ps_ob, space, extra)
     else:
         ps_ob = _space_mesh_object(plan)
         scales = key_scales(space.latent)
@@ -172,7 +276,7 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
         h0, targets = key_targets(space.shape, scales)
         keys = list(zip(names, targets, strict=True))
         write_shape_key_basis(ps_ob, h0, keys, slider_min=-SLIDER_RANGE, slider_max=SLIDER_RANGE)
-        extra.update({"kind": "MESH", "scales": [float(v) for v in scales], "key_names": names})
+        extra.update({"kind": "MESH", "shape_space": "VERTEX", "scales": [float(v) for v in scales], "key_names": names})
         store(ps_ob, space, extra)
     forget(ps_ob)
     return ps_ob, _summary(plan, ps_ob)

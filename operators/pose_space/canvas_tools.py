@@ -41,7 +41,13 @@ from .canvas_state import (
     ui_metrics,
     view_for,
 )
-from .posing import MAX_SEQUENCE_FRAMES, apply_position, apply_time
+from .posing import (
+    MAX_SEQUENCE_FRAMES,
+    apply_position,
+    apply_time,
+    read_posed_vertices,
+    restore_posed_vertices,
+)
 from .properties import AnimSignalsStrokePoint
 from .storage import save_space
 
@@ -59,11 +65,12 @@ __all__ = [
 def keep_pose(ob) -> None:
     """Record the shape-key values and bone transforms of ``ob`` on the running transaction: what
     posing it writes in place, put back if the operator fails."""
-    values, transforms = read_key_values(ob), read_bone_transforms(ob)
+    values, transforms, vertices = read_key_values(ob), read_bone_transforms(ob), read_posed_vertices(ob)
 
     def restore() -> None:
         restore_key_values(ob, values)
         restore_bone_transforms(ob, transforms)
+        restore_posed_vertices(ob, vertices)
 
     current_transaction().on_rollback(restore)
 
@@ -108,16 +115,17 @@ class _CanvasDrag:
     _panning: Any = None  # last mouse position while panning
     _ob: Any = None
     _space: Any = None
-    _snap: Any = None  # (shape-key values, bone transforms) before the drag, restored on cancel
+    _snap: Any = None  # (shape-key values, bone transforms, gradient-space vertices) before the drag, restored on cancel
     _last_xy: Any = None
 
     @classmethod
     def poll(cls, context):
         return poll_space(cls, context)
 
-    def _snapshot(self) -> tuple[Any, Any]:
-        """What a live pose update may write on the object: its shape-key values and bone transforms."""
-        return read_key_values(self._ob), read_bone_transforms(self._ob)
+    def _snapshot(self) -> tuple[Any, Any, Any]:
+        """What a live pose update may write on the object: its shape-key values and bone transforms
+        (gradient space: its vertex positions)."""
+        return read_key_values(self._ob), read_bone_transforms(self._ob), read_posed_vertices(self._ob)
 
     def _rect_now(self, context):
         if context.region is not None and context.region.type == "UI":
@@ -273,9 +281,10 @@ class _CanvasDrag:
         st.preview = None
         st.stroke = None
         if self._snap is not None:
-            values, transforms = self._snap
+            values, transforms, vertices = self._snap
             restore_key_values(self._ob, values)
             restore_bone_transforms(self._ob, transforms)
+            restore_posed_vertices(self._ob, vertices)
         tag_redraw(context)
 
 

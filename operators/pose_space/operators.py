@@ -82,6 +82,7 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
         layout = self.layout
         layout.use_property_split = True
         layout.prop(self, "source")
+        layout.prop(self, "shape_space")
         layout.prop(self, "range_mode")
         if self.range_mode == "CUSTOM":
             col = layout.column(align=True)
@@ -109,6 +110,7 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
             context.active_object, scene, source=self.source, frame_start=start, frame_end=end,
             frame_step=self.frame_step, k=self.k, l=self.l, m=self.m, tolerance=self.tolerance,
             tolerance_deg=self.tolerance_rotation, exact=self.exact, keep_pins=self.keep_pins,
+            shape_space=self.shape_space,
         )
 
     def steps(self, plan: BuildPlan):

@@ -51,6 +51,13 @@ RESAMPLE_ITEMS = [
     ("FRAME_RATE", "Frame Rate", "Convert from one frame rate to another (same duration in seconds)"),
     ("RANGE", "Range", "Play only the frames from Range Start to Range End at Speed (slow down or speed up a part)"),
 ]
+SHAPE_SPACE_ITEMS = [
+    ("VERTEX", "Vertices", "Blend vertex positions: the pose-space object's shape keys (fast, native blending); "
+     "large rotations shrink between frames"),
+    ("GRADIENT", "Deformation Gradients", "Meshes only: blend per-triangle rotation and stretch, positions recovered "
+     "by a sparse Poisson solve; keeps the shape through large rotations (Cashman and Hormann §5). Posing writes "
+     "vertex positions, a bake writes a point cache (PC2) played by a Mesh Cache modifier"),
+]
 CANVAS_UNITS = 12  # default canvas height in UI units
 
 
@@ -70,6 +77,12 @@ class BuildSettings:
         description="What the frames are made of",
         items=SOURCE_ITEMS,
         default="AUTO",
+    )
+    shape_space: EnumProperty(  # type: ignore[valid-type]
+        name="Shape Space",
+        description="What the shape signal blends (meshes; armatures always blend their channels)",
+        items=SHAPE_SPACE_ITEMS,
+        default="VERTEX",
     )
     range_mode: EnumProperty(  # type: ignore[valid-type]
         name="Range",
@@ -103,7 +116,8 @@ class BuildSettings:
     tolerance: FloatProperty(  # type: ignore[valid-type]
         name="Tolerance",
         description="Meshes: RMS error per vertex allowed when choosing k, l and m, in the object's units "
-        "(0: automatic, 0.2 % of the bounding-box diagonal)",
+        "(0: automatic, 0.2 % of the bounding-box diagonal); with Deformation Gradients measured on the decoded "
+        "vertices",
         default=0.0,
         min=0.0,
         soft_max=1.0,

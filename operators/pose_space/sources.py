@@ -33,9 +33,16 @@ from ...anim_signals.posespace import PoseSpace
 from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
 from ..blender_data.armatures import figure_height, pose_bone_fcurves, read_action_matrix
 from ..blender_data.frames import scene_fps
-from ..blender_data.meshes import TopologyChangeError, mesh_cache_frame_range, mesh_sequence_rows
+from ..blender_data.meshes import (
+    TopologyChangeError,
+    evaluated_triangles,
+    mesh_cache_frame_range,
+    mesh_sequence_rows,
+    mesh_triangles,
+)
 from ..blender_data.shape_keys import read_shape_key_matrix, shape_key_fcurves, shape_keys_animated
 from ..common import InputError
+from .gradient import SHAPE_SPACES
 from .storage import BAKE_MARK, SUFFIX, is_space_object, load_info
 
 __all__ = [
@@ -89,9 +96,13 @@ class BuildPlan:
     fps: float = 24.0
     frame_step: int = 1
     warnings: list[str] = field(default_factory=list)
+    shape_space: str = "VERTEX"  # VERTEX | GRADIENT (meshes)
+    triangles: np.ndarray | None = None  # GRADIENT: (F, 3) the source's triangles
     # filled by iter_build
     z: np.ndarray | None = None  # (n, d) as read (armatures: continuous channel values)
-    tolerance_used: float | None = None  # in the units of the fit (scene units or radians)
+    tolerance_used: float | None = None  # in the units of the fit (scene units, radians, gradient values)
+    gradient: Any = None  # GRADIENT: the gradient.GradientRows the rows were encoded with
+    gradient_tolerance: float | None = None  # GRADIENT: the core's tolerance on the rows that met tolerance_used
     space: PoseSpace | None = None
     error: dict[str, float] = field(default_factory=dict)
     seconds_read: float = 0.0
@@ -183,6 +194,7 @@ def build_plan(
     exact: bool = False,
     pins: Mapping[int, Sequence[float]] | None = None,
     keep_pins: bool = True,
+    shape_space: str = "VERTEX",
 ) -> BuildPlan:
     """Check the input and choose the frames. Raises :class:`PoseSpaceInputError`; changes nothing.
 
@@ -192,13 +204,16 @@ def build_plan(
     scene units, RMS per vertex, 0: 0.2 % of the bounding-box diagonal; ``tolerance_deg`` for
     armatures) or, with ``exact``, the interpolation case k - 2 = l = m + 1 = n (every frame
     reproduced). ``pins``: frame index (0-based row) -> pose-space position; ``keep_pins`` reuses
-    the pins of the pose space already stored for this source.
+    the pins of the pose space already stored for this source. ``shape_space`` ``"GRADIENT"``
+    (meshes only): the shape signal blends deformation gradients (see :mod:`.gradient`).
     """
     scene = scene or bpy.context.scene
     if ob is None:
         raise PoseSpaceInputError("No active object: select an animated mesh or armature")
     if source not in SOURCES:
         raise PoseSpaceInputError(f"Unknown source {source!r}: one of {', '.join(SOURCES)}")
+    if shape_space not in SHAPE_SPACES:
+        raise PoseSpaceInputError(f"Unknown shape space {shape_space!r}: one of {', '.join(SHAPE_SPACES)}")
     warnings: list[str] = []
     previous = load_info(ob) if is_space_object(ob) else None
     if previous is not None and previous.get("kind") == "MESH":
@@ -220,7 +235,12 @@ def build_plan(
     plan = BuildPlan(source_object=ob, object_name=ob.name, source=kind, frames=np.empty(0), row_size=3, scene=scene,
                      k=k or None, l=l or None, m=m or None, exact=bool(exact), tolerance=float(tolerance),
                      tolerance_deg=float(tolerance_deg) or DEFAULT_TOLERANCE_DEG, fps=fps, frame_step=int(frame_step),
-                     warnings=warnings)
+                     warnings=warnings, shape_space=shape_space)
+    if kind == "ACTION" and shape_space == "GRADIENT":
+        raise PoseSpaceInputError(
+            f'The Deformation Gradients shape space needs a mesh: "{ob.name}" is an armature, whose action channels '
+            "are blended as they are: use Shape Space Vertices"
+        )
 
     if kind == "ACTION":
         if ob.type != "ARMATURE":
@@ -279,6 +299,10 @@ def build_plan(
             f"Too few frames: {n} ({start}-{end}, step {frame_step}); a pose space needs at least {MIN_FRAMES}"
         )
     _check_counts(plan, n)
+    if shape_space == "GRADIENT":
+        plan.triangles = evaluated_triangles(ob) if kind == "MESH" else mesh_triangles(ob.data)
+        if len(plan.triangles) == 0:
+            raise PoseSpaceInputError(f'The Deformation Gradients shape space needs faces: "{ob.name}" has none')
     if plan.row_size == 3 and n * 3 * len(ob.data.vertices) > MAX_VALUES:
         raise PoseSpaceInputError(
             f'{n} frames of the {len(ob.data.vertices)} vertices of "{ob.name}" are {n * 3 * len(ob.data.vertices)} '

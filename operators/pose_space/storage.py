@@ -15,6 +15,12 @@ Both: ``ob["anim_signals_pose_space"]`` (:data:`PROP`), an ID-property group of 
 ========================  ====================================================================
 ``version``               1
 ``kind``                  ``"MESH"`` (h in shape keys) or ``"ARMATURE"`` (h in this group)
+``shape_space``           meshes: ``"VERTEX"`` (h in shape keys) or ``"GRADIENT"``: h0 and H in
+                          this group, rows of deformation gradients (see :mod:`.gradient`),
+                          with ``gradient_reference`` (3V,) the reference pose and
+                          ``gradient_faces`` (3F,) its triangles; no shape keys, posing writes
+                          the decoded vertex positions, the Poisson factorisation is rebuilt
+                          on first use and cached with the model
 ``token``                 random hex, new on every save (cache key of :func:`load_space`)
 ``source``                group: ``object``, ``type`` (ACTION / SHAPE_KEYS / MESH), ``action``,
                           ``frame_start``, ``frame_end``, ``frame_step``, ``fps``, ``tolerance``
@@ -59,6 +65,7 @@ from ..blender_data.actions import id_read_only_reason
 from ..blender_data.armatures import PoseWriter
 from ..blender_data.shape_keys import read_key_block_coords
 from ..common.transaction import current_transaction
+from .gradient import GradientRows
 
 __all__ = [
     "BAKE_MARK",
@@ -113,10 +120,14 @@ def store(ob, space: PoseSpace, extra: Mapping[str, Any] | None = None) -> None:
     if extra:
         group.update(extra)
     kind = group.get("kind", "MESH")
+    in_keys = kind == "MESH" and group.get("shape_space", "VERTEX") == "VERTEX"  # h0 and H are the shape keys
+    if in_keys:  # what a gradient-space build of this object left behind
+        for stale in ("h0", "H", "gradient_reference", "gradient_faces"):
+            group.pop(stale, None)
     shapes: dict[str, list[int]] = {}
     model_keys: list[str] = []
     for name, value in space.to_dict().items():
-        if kind == "MESH" and name in ("h0", "H"):
+        if in_keys and name in ("h0", "H"):
             continue
         model_keys.append(name)
         if isinstance(value, np.ndarray):
@@ -203,6 +214,26 @@ class Binding:
     writer: Any = None  # armatures: PoseWriter
     channel_scale: np.ndarray | None = None
     quat_groups: list[np.ndarray] = field(default_factory=list)
+    gradient_reference: np.ndarray | None = None  # GRADIENT meshes: (V, 3)
+    gradient_faces: np.ndarray | None = None  # GRADIENT meshes: (F, 3)
+    name: str = ""
+    _gradient: GradientRows | None = None
+
+    @property
+    def is_gradient(self) -> bool:
+        return self.gradient_faces is not None
+
+    def gradient_rows(self) -> GradientRows:
+        """The decoder of a gradient-space model, factorised on first use (then kept with the
+        cached model). Raises :class:`PoseSpaceDataError` when the stored mesh no longer carries it."""
+        if self._gradient is None:
+            assert self.gradient_reference is not None and self.gradient_faces is not None
+            try:
+                self._gradient = GradientRows(self.gradient_reference, self.gradient_faces, name=f'mesh "{self.name}"')
+            except ValueError as err:
+                raise PoseSpaceDataError(f'"{self.name}": the stored gradient reference is unusable ({err}): '
+                                         "rebuild it") from err
+        return self._gradient
 
 
 _CACHE: dict[tuple, tuple[PoseSpace, Binding]] = {}  # (object pointer, token, structure) -> loaded
@@ -224,8 +255,21 @@ def _load_uncached(ob) -> tuple[PoseSpace, Binding]:
     scales = _arr(g, "scales")
     if scales.size != m:
         raise PoseSpaceDataError(f'"{ob.name}": {scales.size} key scales for m = {m}')
-    binding = Binding(kind=kind, scales=scales)
-    if kind == "MESH":
+    binding = Binding(kind=kind, scales=scales, name=ob.name)
+    if kind == "MESH" and str(g.get("shape_space", "VERTEX")) == "GRADIENT":
+        d = int(g["d"])
+        h0 = _arr(g, "h0", (d,))
+        h = _arr(g, "H", (d, m))
+        reference = _arr(g, "gradient_reference")
+        faces = _arr(g, "gradient_faces", dtype=np.int64)
+        n_vertices = len(getattr(ob.data, "vertices", ()))
+        if reference.size != 3 * n_vertices or faces.size % 3 or faces.size == 0 or d != 3 * faces.size + 3 \
+                or faces.min() < 0 or faces.max() >= n_vertices:
+            raise PoseSpaceDataError(f'"{ob.name}" has {n_vertices} vertices, its gradient pose space '
+                                     f"{reference.size // 3}: rebuild it")
+        binding.gradient_reference = reference.reshape(-1, 3)
+        binding.gradient_faces = faces.reshape(-1, 3)
+    elif kind == "MESH":
         key = getattr(ob.data, "shape_keys", None)
         names = [str(s) for s in g.get("key_names", [])]
         blocks = key.key_blocks if key is not None else None
