@@ -109,7 +109,8 @@ def evaluated_coords(ob, frame=None) -> np.ndarray:
 
 
 def edge_strain(ob, coords: np.ndarray) -> float:
-    """Mean |length / rest length - 1| over the mesh's edges (rest: the cylinder)."""
+    """Mean |length / rest length - 1| over the mesh's edges (rest: the cylinder). Zero for the
+    rest and for rigid motions; a bend itself stretches the outside and compresses the inside."""
     rest, _ = cylinder()
     e = np.empty(2 * len(ob.data.edges), dtype=np.int32)
     ob.data.edges.foreach_get("vertices", e)
@@ -181,24 +182,30 @@ def test_gradient_tolerance_build_reports_decoded_error(scene, psd, tmp_path):
 
 
 def test_midpoint_keeps_edge_lengths_through_a_150_degree_bend(scene, psd, tmp_path):
-    """The seed's Figure 7: blending two strongly rotated poses. In vertex space the blend of a
-    +150 and a -150 degree bend collapses the tube; blended rotations give a lesser bend."""
+    """The seed's Figure 7: blending two strongly rotated poses. Halfway between a +150 and a -150
+    degree bend (mirror images) the symmetric answer is the straight tube. Blended rotations give
+    it; blended positions squash the tube (its rings shrink by cos of the local bend angle and its
+    length folds), distorting the edges more than either bent frame does."""
     rest, _ = cylinder()
     angles = [0.0, 150.0, -150.0, 75.0, -75.0]
     data = np.stack([bent(rest, math.radians(a)) for a in angles])
     ob = cached_cylinder(tmp_path, data.astype(np.float32))
-    strain = {}
+    strain, height = {}, {}
     for shape_space in ("VERTEX", "GRADIENT"):
         bpy.context.view_layer.objects.active = ob
         assert run("build_pose_space", exact=True, shape_space=shape_space) == {"FINISHED"}
         ps_ob = bpy.data.objects[ob.name + ".posespace"]
         space = psd.load_space(ps_ob)
         psd.apply_position(ps_ob, space, 0.5 * (space.positions[1] + space.positions[2]))
-        strain[shape_space] = edge_strain(ps_ob, evaluated_coords(ps_ob))
+        coords = evaluated_coords(ps_ob)
+        strain[shape_space] = edge_strain(ps_ob, coords)
+        height[shape_space] = float(np.ptp(coords[:, 2]))
         # a rebuild in the other space replaces the keys by the stored rows and back
         assert (ps_ob.data.shape_keys is None) == (shape_space == "GRADIENT")
-    assert strain["VERTEX"] > 0.1, strain
-    assert strain["GRADIENT"] < 0.1 * strain["VERTEX"], strain
+    frame_strain = edge_strain(ob, data[1])  # a bend stretches the outside, compresses the inside
+    assert strain["VERTEX"] > 2.0 * frame_strain > 0.1, (strain, frame_strain)
+    assert strain["GRADIENT"] < 0.1 * frame_strain, (strain, frame_strain)
+    assert height["GRADIENT"] == pytest.approx(LENGTH, rel=0.02) and height["VERTEX"] < 0.5 * LENGTH, height
 
 
 def test_gradient_space_refused_for_armatures_and_bad_meshes(scene, psd, tmp_path):
@@ -265,3 +272,26 @@ def test_gradient_build_from_shape_key_animation(scene, psd):
     for i in (0, 5, 11):
         psd.apply_position(ps_ob, space, space.positions[i])
         np.testing.assert_allclose(evaluated_coords(ps_ob), expected[i], atol=1e-5)
+
+
+def test_gradient_resample_bakes_the_new_frames_to_the_cache(scene, psd, tmp_path):
+    n = 10
+    data = bending_frames(n)
+    ob = cached_cylinder(tmp_path, data.astype(np.float32))
+    ps_ob, _, summary = psd.build(ob, exact=True, shape_space="GRADIENT")
+    assert summary.shape_space == "GRADIENT"
+    bpy.context.view_layer.objects.active = ps_ob
+    diag = float(np.linalg.norm(np.ptp(data.reshape(-1, 3), axis=0)))
+    # slow motion x2: 2n - 1 samples in the cache; every second one is an original frame
+    assert run("pose_space_resample", mode="SPEED", speed=0.5, set_scene_range=True) == {"FINISHED"}
+    assert (scene.frame_start, scene.frame_end) == (1, 2 * n - 1)
+    mod = ps_ob.modifiers["Pose Space Bake"]
+    start, samples = read_pc2(bpy.path.abspath(mod.filepath))
+    assert start == 1.0 and samples.shape == (2 * n - 1, *data.shape[1:])
+    np.testing.assert_allclose(samples[::2], data, atol=2e-4 * diag)
+    for i in (0, 3, n - 1):
+        np.testing.assert_allclose(evaluated_coords(ps_ob, 1 + 2 * i), data[i], atol=2e-4 * diag)
+    # a sample between two frames lies between them (closer to their mean than they are to each other)
+    gap = np.abs(data[4] - data[3]).max()
+    assert np.abs(samples[7] - 0.5 * (data[3] + data[4])).max() < 0.5 * gap
+    os.remove(bpy.path.abspath(mod.filepath))
