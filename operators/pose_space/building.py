@@ -30,7 +30,7 @@ from ..blender_data.meshes import (
 from ..blender_data.shape_keys import write_shape_key_basis
 from .gradient import GradientRows
 from .sources import BuildPlan, PoseSpaceInputError, build_plan, read_frames
-from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, forget, is_space_object, store
+from .storage import KEY_PREFIX, PROP, SLIDER_RANGE, SUFFIX, cached, forget, is_space_object, store
 
 __all__ = ["BuildSummary", "build", "iter_build", "write_build"]
 
@@ -157,11 +157,10 @@ def _decoded_error(plan: BuildPlan, space: PoseSpace, z: np.ndarray) -> Generato
     vertex positions and compared with the frames read, so the numbers mean what they mean in
     vertex space."""
     assert plan.gradient is not None
-    rows = space.evaluate(space.frames)
     n, v = len(z), plan.gradient.n_vertices
     sq_sum, worst = 0.0, 0.0
-    for i in range(0, n, _ENCODE_BATCH):
-        decoded = plan.gradient.decode(rows[i:i + _ENCODE_BATCH])
+    for i in range(0, n, _ENCODE_BATCH):  # rows evaluated batch by batch: (n, 9F+3) is 6x the frames
+        decoded = plan.gradient.decode(space.evaluate(space.frames[i:i + _ENCODE_BATCH]))
         dist = np.linalg.norm(decoded - z[i:i + _ENCODE_BATCH].reshape(-1, v, 3), axis=2)
         sq_sum += float(np.sum(dist**2))
         worst = max(worst, float(dist.max()))
@@ -279,6 +278,8 @@ def write_build(plan: BuildPlan) -> tuple[Any, BuildSummary]:
         extra.update({"kind": "MESH", "shape_space": "VERTEX", "scales": [float(v) for v in scales], "key_names": names})
         store(ps_ob, space, extra)
     forget(ps_ob)
+    if plan.gradient is not None:  # the factorisation made for the build serves the first drag too
+        cached(ps_ob)[1].use_gradient_rows(plan.gradient)
     return ps_ob, _summary(plan, ps_ob)
 
 

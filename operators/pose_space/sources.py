@@ -303,6 +303,12 @@ def build_plan(
         plan.triangles = evaluated_triangles(ob) if kind == "MESH" else mesh_triangles(ob.data)
         if len(plan.triangles) == 0:
             raise PoseSpaceInputError(f'The Deformation Gradients shape space needs faces: "{ob.name}" has none')
+        values = n * (9 * len(plan.triangles) + 3)
+        if values > MAX_VALUES:
+            raise PoseSpaceInputError(
+                f'{n} frames of the {len(plan.triangles)} triangles of "{ob.name}" are {values} deformation-gradient '
+                f"values; a pose space holds at most {MAX_VALUES}: raise Step or pick a shorter Custom range"
+            )
     if plan.row_size == 3 and n * 3 * len(ob.data.vertices) > MAX_VALUES:
         raise PoseSpaceInputError(
             f'{n} frames of the {len(ob.data.vertices)} vertices of "{ob.name}" are {n * 3 * len(ob.data.vertices)} '

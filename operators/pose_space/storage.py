@@ -235,6 +235,11 @@ class Binding:
                                          "rebuild it") from err
         return self._gradient
 
+    def use_gradient_rows(self, rows: GradientRows) -> None:
+        """Adopt a decoder already factorised for this model's reference and triangles (the build's)."""
+        assert self.gradient_faces is not None and np.array_equal(rows.space.reference.faces, self.gradient_faces)
+        self._gradient = rows
+
 
 _CACHE: dict[tuple, tuple[PoseSpace, Binding]] = {}  # (object pointer, token, structure) -> loaded
 _CACHE_SIZE = 8

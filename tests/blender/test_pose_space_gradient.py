@@ -216,6 +216,16 @@ def test_gradient_space_refused_for_armatures_and_bad_meshes(scene, psd, tmp_pat
     assert_same_state(before, snapshot_all())
     with pytest.raises(psd.PoseSpaceInputError, match="Unknown shape space 'SPLINE'"):
         psd.build_plan(bpy.context.active_object, shape_space="SPLINE")
+    # the gradient rows (9F + 3 per frame, six times the vertex values) are bounded before anything is read
+    data = bending_frames(6)
+    big = cached_cylinder(tmp_path, data.astype(np.float32), name="Big")
+    sources = sys.modules[f"{EXT}.operators.pose_space.sources"]
+    limit = 6 * 3 * len(data[0]) + 1  # six frames of vertices fit, their gradient rows do not
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sources, "MAX_VALUES", limit)
+        sources.build_plan(big, shape_space="VERTEX")
+        with pytest.raises(psd.PoseSpaceInputError, match="deformation-gradient values; a pose space holds at most"):
+            sources.build_plan(big, shape_space="GRADIENT")
     # two separate tubes: the Poisson solve has one anchor, so the mesh is refused by name
     data = bending_frames(6)
     ob = cached_cylinder(tmp_path, data.astype(np.float32), name="Twins")
@@ -280,6 +290,8 @@ def test_gradient_resample_bakes_the_new_frames_to_the_cache(scene, psd, tmp_pat
     ob = cached_cylinder(tmp_path, data.astype(np.float32))
     ps_ob, _, summary = psd.build(ob, exact=True, shape_space="GRADIENT")
     assert summary.shape_space == "GRADIENT"
+    # the build's factorisation is kept for posing: no second factorisation on the first drag
+    assert psd.storage.cached(ps_ob)[1]._gradient is not None
     bpy.context.view_layer.objects.active = ps_ob
     diag = float(np.linalg.norm(np.ptp(data.reshape(-1, 3), axis=0)))
     # slow motion x2: 2n - 1 samples in the cache; every second one is an original frame
