@@ -23,6 +23,7 @@ keeps its traceback).
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -122,6 +123,20 @@ class Transaction:
                 call()
             except (OSError, ReferenceError, RuntimeError) as err:
                 print(f"Anim Signals: clean-up after success failed: {err}")
+
+    def keep_file(self, path: str, previous: str | None) -> None:
+        """The file ``path`` was just written, its earlier version moved aside to ``previous`` (None
+        when there was none, see ``blender_data.meshes.write_point_cache(keep_previous=True)``): on
+        rollback the earlier file is put back (or the new one removed), on commit ``previous`` goes."""
+        if previous is None:
+            def remove_new() -> None:
+                if os.path.exists(path):
+                    os.remove(path)
+
+            self.on_rollback(remove_new)
+            return
+        self.on_rollback(lambda: os.replace(previous, path))
+        self.on_commit(lambda: os.remove(previous))
 
     def on_rollback(self, undo: Callable[[], None]) -> None:
         """Call ``undo()`` on rollback (after the values recorded before it, in reverse order)."""

@@ -9,7 +9,6 @@ succeeded and put back if a later step fails.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,21 +84,6 @@ def _summary(plan: TransferPlan, ob: Any, cache_path: str) -> TransferSummary:
     return s
 
 
-def _restore_file_if_failed(path: str, previous: str | None) -> None:
-    """The cache just written at ``path`` is taken back if the operator fails later (the earlier
-    file ``previous`` put back), and ``previous`` deleted once it succeeded."""
-    tx = current_transaction()
-    if previous is None:
-        def remove_new() -> None:
-            if os.path.exists(path):
-                os.remove(path)
-
-        tx.on_rollback(remove_new)
-        return
-    tx.on_rollback(lambda: os.replace(previous, path))
-    tx.on_commit(lambda: os.remove(previous))
-
-
 def write_transfer(plan: TransferPlan) -> tuple[Any, TransferSummary]:
     """Write the computed frames (``plan.result``): returns the object playing them and the summary.
 
@@ -117,7 +101,7 @@ def write_transfer(plan: TransferPlan) -> tuple[Any, TransferSummary]:
     if plan.output == "PC2":
         path, stored, beside_blend = point_cache_path(name)
         previous = write_point_cache(path, frames, float(plan.frames[0]), keep_previous=True)
-        _restore_file_if_failed(path, previous)
+        current_transaction().keep_file(path, previous)
         if not beside_blend:
             warnings.append(f"The .blend is not saved: the cache is in the temp folder ({path}); save the .blend and "
                             "transfer again to keep it beside the .blend")

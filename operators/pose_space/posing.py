@@ -8,7 +8,6 @@ them.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import bpy
@@ -131,11 +130,14 @@ class BakeSummary:
     keys: int = 0
     seconds: float = 0.0
     cache_path: str = ""  # gradient space: the PC2 file written instead of keys
+    cache_in_temp: bool = False  # the .blend is not saved: the cache went to the temp folder
 
     def message(self) -> str:
         if self.cache_path:
+            where = ("; the .blend is not saved, so the cache is in the temp folder: save the .blend and bake again "
+                     "to keep it beside the .blend") if self.cache_in_temp else ""
             return (f'Baked "{self.object_name}": frames {self.frame_start}-{self.frame_end} -> point cache '
-                    f'"{self.cache_path}" (Mesh Cache modifier "{CACHE_MODIFIER}")')
+                    f'"{self.cache_path}" (Mesh Cache modifier "{CACHE_MODIFIER}"){where}')
         return (f'Baked "{self.object_name}": frames {self.frame_start}-{self.frame_end}, {self.curves} curves, '
                 f'{self.keys} keys -> action "{self.action_name}"')
 
@@ -246,14 +248,10 @@ def _bake_point_cache(ps, space: PoseSpace, binding: Binding, frames: np.ndarray
     operator puts the previous file back (or removes the new one)."""
     vertices = binding.gradient_rows().decode(space.shape.decode(weights))
     _check_finite(vertices.reshape(len(frames), -1), frames, ps)
-    path, stored, _ = point_cache_path(f"{ps.name}.bake")
+    path, stored, beside_blend = point_cache_path(f"{ps.name}.bake")
     previous = write_point_cache(path, vertices, float(frames[0]), keep_previous=True)
     tx = current_transaction()
-    if previous is None:
-        tx.on_rollback(lambda: _remove_file(path))
-    else:
-        tx.on_rollback(lambda: os.replace(previous, path))
-        tx.on_commit(lambda: os.remove(previous))
+    tx.keep_file(path, previous)
     mod = ps.modifiers.get(CACHE_MODIFIER)
     if mod is None:
         tx.on_rollback(lambda: _remove_modifier(ps, CACHE_MODIFIER))
@@ -261,13 +259,9 @@ def _bake_point_cache(ps, space: PoseSpace, binding: Binding, frames: np.ndarray
         tx.keep(mod, "filepath", "frame_start")
     set_mesh_cache(ps, stored, float(frames[0]), name=CACHE_MODIFIER)
     summary.cache_path = stored
+    summary.cache_in_temp = not beside_blend
     summary.curves = 0
     summary.keys = 0
-
-
-def _remove_file(path: str) -> None:
-    if os.path.exists(path):
-        os.remove(path)
 
 
 def _remove_modifier(ob, name: str) -> None:

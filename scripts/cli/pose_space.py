@@ -96,7 +96,8 @@ def write_canvas_png(object_name: str, path: str) -> None:
 
 def pose_build_params(args) -> dict:
     """build_pose_space's arguments (CliError when --start and --end do not go together)."""
-    params = dict(exact=args.exact, tolerance=args.tolerance, k=args.k, l=args.l, m=args.m, frame_step=args.step)
+    params = dict(exact=args.exact, tolerance=args.tolerance, k=args.k, l=args.l, m=args.m, frame_step=args.step,
+                  shape_space=args.shape_space)
     if args.start is not None or args.end is not None:
         if args.start is None or args.end is None:
             raise CliError("--start and --end go together")
@@ -198,6 +199,9 @@ def add_pose_build_parser(sub) -> None:
     p.add_argument("--cache", default=None, help="PC2 or MDD vertex animation for an .obj input")
     add_objects_option(p, default="all candidates")
     p.add_argument("--exact", action="store_true", help="reproduce every frame (k - 2 = l = m + 1 = n)")
+    p.add_argument("--shape-space", default="VERTEX", choices=("VERTEX", "GRADIENT"),
+                   help="meshes: blend vertex positions (default) or per-triangle deformation gradients "
+                        "(large rotations; the bake is a PC2 cache)")
     p.add_argument("--tolerance", type=non_negative_float, default=0.0, help="RMS error per vertex (0: automatic)")
     p.add_argument("--k", type=non_negative_int, default=0, help="time-signal control points (0: from the tolerance)")
     p.add_argument("--l", type=non_negative_int, default=0, help="pose-signal sites (0: from the tolerance)")

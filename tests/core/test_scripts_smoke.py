@@ -419,6 +419,30 @@ def test_pose_cli_build_resample_bake(tmp_path):
     assert r.returncode == 2 and "--cache" in r.stderr
 
 
+@needs_bpy
+def test_pose_cli_gradient_shape_space(tmp_path):
+    """--shape-space GRADIENT builds on deformation gradients and bakes to a PC2 cache whose samples
+    reproduce the input cache (exact build)."""
+    import numpy as np
+
+    from anim_signals.meshio.meshcache import read_pc2
+
+    obj, pc2 = _tiny_obj_and_pc2(tmp_path)
+    out = tmp_path / "grid_gradient.blend"
+    r = run(CLI, "pose-build", obj, "--cache", pc2, "--exact", "--shape-space", "GRADIENT", "--out", out)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run(CLI, "pose-bake", out, "--out", tmp_path / "baked.blend")
+    assert r.returncode == 0, r.stderr[-2000:]
+    baked = [p for p in tmp_path.rglob("*.pc2") if p.name != "grid.pc2"]
+    assert baked, (r.stdout, sorted(tmp_path.rglob("*")))
+    samples, _, _ = read_pc2(baked[0])
+    source, _, _ = read_pc2(pc2)
+    assert samples.shape == source.shape
+    assert np.abs(samples - source).max() < 1e-3
+    r = run(CLI, "pose-build", obj, "--cache", pc2, "--shape-space", "EDGES")
+    assert r.returncode == 2 and "--shape-space" in r.stderr
+
+
 def test_benchmark_motion_db_quick(tmp_path):
     """The motion-database benchmark runs end to end (--quick) on generated data when ../shared/data is absent."""
     import json
