@@ -247,9 +247,12 @@ def test_hit_test_priority_control_point_frame_curve():
     space = line_space()
     g = canvas_geometry(space, VIEW)
     frame3 = g.frame_points[3]
-    # a frame right under the mouse, a control point 6 px away: the control point wins
+    # a frame right under the mouse, a control point 6 px away: the frame (the nearest) wins
     g.control = np.vstack([g.control, frame3 + [6.0, 0.0]])
     hit = hit_test(g, frame3)
+    assert hit.kind == "FRAME" and hit.index == 3
+    # 5 px from the frame, 1 px from the control point: the control point (the nearest) wins
+    hit = hit_test(g, frame3 + [5.0, 0.0])
     assert hit.kind == "CONTROL_POINT" and hit.index == 4
     # frame over site (the first 4 frames are sites) and over the curve
     g = canvas_geometry(space, VIEW)
@@ -471,7 +474,7 @@ def test_real_pose_space_renders():
     assert np.allclose(g.curve[-1], g.frame_points[-1], atol=1e-6)
     exact = view.to_pixels(space.time.evaluate(np.array(5.0)))
     assert np.linalg.norm(g.current - exact) < 0.5  # on the drawn polyline, within half a pixel of f
-    hit = hit_test(g, g.control[2] + 1.0)
+    hit = hit_test(g, g.control[2] + 1.0, kinds=("CONTROL_POINT",))
     assert hit.kind == "CONTROL_POINT" and hit.index == 2
     img = render_rgba(g, title=f"n {space.n} k {space.k} l {space.l} m {space.m}")
     curve_px = np.all(np.isclose(img, rgba(canvas.CURVE)), axis=2)
