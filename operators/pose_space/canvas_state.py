@@ -24,11 +24,13 @@ __all__ = [
     "CATEGORY",
     "HIT_RADIUS",
     "NO_SPACE",
+    "SURE_RADIUS",
     "ZOOM_STEP",
     "CanvasState",
     "active_space",
     "canvas_geometry_for",
     "canvas_rect",
+    "canvas_region",
     "canvas_units",
     "checked_point",
     "checked_stroke",
@@ -45,6 +47,7 @@ __all__ = [
 
 CATEGORY = "Signals"
 HIT_RADIUS = 8.0  # pixels (times the UI scale)
+SURE_RADIUS = 3.0  # a frame's dot this close to a press is picked whatever else is near (pixels x UI scale)
 ZOOM_STEP = 1.2
 NO_SPACE = "The active object has no pose space: build one first"
 FAR = 1000.0  # a point given to a canvas tool lies within this many pose-space sizes of the frames
@@ -171,6 +174,25 @@ def canvas_rect(context, region=None) -> tuple[float, float, float, float] | Non
     if x1 - x0 < 32 or y1 - y0 < 32:
         return None
     return float(x0), float(y0), float(x1 - x0), float(y1 - y0)
+
+
+def canvas_region(context):
+    """The 3D Viewport sidebar region that shows the canvas: ``context.region`` when it is that
+    sidebar (a press on the canvas), else the sidebar of ``context.area`` (a panel button runs its
+    operator in the area's main region); None when the area is no 3D Viewport, its sidebar is
+    hidden or shows another tab."""
+    area = getattr(context, "area", None)
+    region = getattr(context, "region", None)
+    if region is not None and region.type == "UI":
+        return region
+    if area is None or area.type != "VIEW_3D":
+        return None
+    if not getattr(area.spaces.active, "show_region_ui", True):
+        return None
+    for candidate in area.regions:
+        if candidate.type == "UI" and getattr(candidate, "active_panel_category", CATEGORY) == CATEGORY:
+            return candidate
+    return None
 
 
 def view_for(state: CanvasState, space, rect) -> cv.View:

@@ -29,8 +29,10 @@ from ..blender_data.shape_keys import read_key_values, restore_key_values
 from ..common.transaction import current_transaction, transaction, transactional
 from .canvas_state import (
     HIT_RADIUS,
+    SURE_RADIUS,
     ZOOM_STEP,
     canvas_rect,
+    canvas_region,
     checked_point,
     checked_stroke,
     current_time,
@@ -128,11 +130,21 @@ class _CanvasDrag:
         return read_key_values(self._ob), read_bone_transforms(self._ob), read_posed_vertices(self._ob)
 
     def _rect_now(self, context):
-        if context.region is not None and context.region.type == "UI":
-            rect = canvas_rect(context)
+        region = canvas_region(context)
+        if region is not None:
+            rect = canvas_rect(context, region)
             if rect is not None:
                 self._rect = rect
         return self._rect
+
+    @staticmethod
+    def _xy(context, event) -> tuple[float, float]:
+        """The mouse in the canvas region's pixels: a tool started by a panel button runs in the
+        viewport's main region, whose own mouse coordinates are not the sidebar's."""
+        region = canvas_region(context)
+        if region is None or region == context.region or not hasattr(event, "mouse_x"):
+            return (event.mouse_region_x, event.mouse_region_y)
+        return (float(event.mouse_x - region.x), float(event.mouse_y - region.y))
 
     def _view(self, context) -> cv.View | None:
         rect = self._rect_now(context)
@@ -145,19 +157,22 @@ class _CanvasDrag:
         assert view is not None
         return view.to_pose(np.asarray(xy, dtype=float))
 
-    def _hit(self, context, xy) -> cv.Hit:
+    def _hit(self, context, xy, kind: str) -> cv.Hit:
+        """The nearest item of ``kind`` under the mouse (a tool chosen by its button picks only its
+        own kind: Edit Time a control point even under a frame's dot)."""
         view = self._view(context)
         assert view is not None
         geom = cv.canvas_geometry(cv.drawable(self._space), view)
         _, scale = ui_metrics(context)
-        return cv.hit_test(geom, xy, radius_px=HIT_RADIUS * max(scale, 1.0))
+        return cv.hit_test(geom, xy, radius_px=HIT_RADIUS * max(scale, 1.0), sure_px=SURE_RADIUS * max(scale, 1.0),
+                           kinds=(kind,))
 
     def _grab(self, context, xy, kind: str, given: int, count: int, hint: str) -> int | None:
         """The item a drag starts on: ``given`` (started from a press already hit-tested) or the
         ``kind`` under the mouse; None (and ``hint`` reported) when the press missed."""
         if self.start_drag and 0 <= given < count:  # type: ignore[attr-defined]
             return int(given)
-        hit = self._hit(context, xy)
+        hit = self._hit(context, xy, kind)
         if hit.kind != kind:
             self.report({"INFO"}, hint)  # type: ignore[attr-defined]
             return None
@@ -176,6 +191,10 @@ class _CanvasDrag:
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
+        return self._start(context, event)
+
+    def _start(self, context, event) -> set[str]:
+        """Wait for a press on the canvas (or drag at once when dispatched by one)."""
         ob, space = space_or_report(self, context)
         if space is None:
             return {"CANCELLED"}
@@ -184,10 +203,11 @@ class _CanvasDrag:
         self._panning = None
         self._rect = None
         if self._rect_now(context) is None:
-            self.report({"ERROR"}, "Open the Signals tab of the 3D Viewport sidebar: the canvas is not visible")
+            self.report({"ERROR"},  # type: ignore[attr-defined]
+                        "Open the Signals tab of the 3D Viewport sidebar: the canvas is not visible")
             return {"CANCELLED"}
         if self.start_drag:  # dispatched by a press on the canvas: drag at once
-            xy = (event.mouse_region_x, event.mouse_region_y)
+            xy = self._xy(context, event)
             if not self._begin(context, xy):
                 return {"CANCELLED"}
             self._dragging = True
@@ -198,7 +218,7 @@ class _CanvasDrag:
 
     def modal(self, context, event):
         kind, value = event.type, event.value
-        xy = (event.mouse_region_x, event.mouse_region_y)
+        xy = self._xy(context, event)
         if kind in {"ESC", "RIGHTMOUSE"} and value == "PRESS":
             if self._dragging:
                 self._restore(context)

@@ -21,6 +21,7 @@ from ...anim_signals.posespace.render import render_png
 from .canvas_state import (
     CATEGORY,
     HIT_RADIUS,
+    SURE_RADIUS,
     ZOOM_STEP,
     active_space,
     canvas_rect,
@@ -166,7 +167,8 @@ class ANIM_SIGNALS_OT_pose_space_canvas_press(bpy.types.Operator):
             return {"FINISHED"}
         view = view_for(state_of(ob), space, rect)
         _, scale = ui_metrics(context)
-        h = cv.hit_test(cv.canvas_geometry(cv.drawable(space), view), xy, radius_px=HIT_RADIUS * max(scale, 1.0))
+        h = cv.hit_test(cv.canvas_geometry(cv.drawable(space), view), xy, radius_px=HIT_RADIUS * max(scale, 1.0),
+                        sure_px=SURE_RADIUS * max(scale, 1.0))
         if h.kind == "CONTROL_POINT":
             bpy.ops.anim_signals.pose_space_edit_time("INVOKE_DEFAULT", index=h.index, start_drag=True)
         elif h.kind == "FRAME":

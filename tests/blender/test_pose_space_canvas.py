@@ -687,3 +687,92 @@ def test_navigate_latency_on_the_horse(scene, data, tools, capsys):
         print(f"\n[horse {len(me.vertices)} vertices, m {space.m}, l {space.l}] navigate update "
               f"(TPS + {space.m} shape-key values): {ms:.3f} ms; with Blender's depsgraph blend: {ms_eval:.3f} ms")
     assert ms < 5.0
+
+
+# ----------------------------------------------------------------------------------------------
+# the panel's buttons (issue 16, item 1): a button runs its tool in the viewport's main region
+# ----------------------------------------------------------------------------------------------
+
+
+class _SidebarView2D:
+    """The sidebar's view: unscrolled, view y 0 at the region's top."""
+
+    def __init__(self, height: float):
+        self.height = height
+
+    def region_to_view(self, x, y):
+        return float(x), float(y) - self.height
+
+    def view_to_region(self, x, y, clip=True):
+        return float(x), float(y) + self.height
+
+
+def _viewport_area(category: str = "Signals", show_sidebar: bool = True):
+    """A 3D Viewport area as a button press sees it: its main region (the operator's context) and,
+    to its right, the sidebar showing the canvas."""
+    main = types.SimpleNamespace(type="WINDOW", x=0, y=40, width=900, height=600)
+    sidebar = types.SimpleNamespace(type="UI", x=900, y=40, width=300, height=600, alignment="RIGHT",
+                                    view2d=_SidebarView2D(600.0), active_panel_category=category)
+    area = types.SimpleNamespace(type="VIEW_3D", regions=[main, sidebar],
+                                 spaces=types.SimpleNamespace(active=types.SimpleNamespace(show_region_ui=show_sidebar)))
+    return area, main, sidebar
+
+
+def _button_context(area, main):
+    handlers: list = []
+    wm = types.SimpleNamespace(windows=(), modal_handler_add=handlers.append)
+    ctx = types.SimpleNamespace(area=area, region=main, window_manager=wm, workspace=None,
+                                preferences=bpy.context.preferences, scene=bpy.context.scene,
+                                active_object=bpy.context.view_layer.objects.active)
+    return ctx, handlers
+
+
+def _window_event(kind, value, region_xy, sidebar, main):
+    """An event at ``region_xy`` of the sidebar, as the main region's modal handler receives it."""
+    x, y = sidebar.x + region_xy[0], sidebar.y + region_xy[1]
+    return types.SimpleNamespace(type=kind, value=value, mouse_x=x, mouse_y=y, mouse_region_x=x - main.x,
+                                 mouse_region_y=y - main.y, ctrl=False, shift=False, alt=False)
+
+
+def test_buttons_start_their_tool_from_the_main_region(scene, data, tmp_path, pc):
+    """Navigate / Edit Time / Pin / Sketch pressed in the panel: the tool finds the sidebar of its
+    area, waits for a press on the canvas and reads the mouse in the sidebar's pixels."""
+    ps_ob, space = make_space(data, tmp_path)
+    area, main, sidebar = _viewport_area()
+    ctx, handlers = _button_context(area, main)
+    assert pc.canvas_region(ctx) is sidebar
+    rect = pc.canvas_rect(ctx, sidebar)
+    assert rect is not None
+    for idname in ("pose_space_navigate", "pose_space_edit_time", "pose_space_pin", "pose_space_sketch"):
+        op = fake_op(idname, ps_ob, space)
+        assert op._start(ctx, _window_event("LEFTMOUSE", "RELEASE", (0, 0), sidebar, main)) == {"RUNNING_MODAL"}, \
+            (idname, op.reports)
+        assert handlers[-1] is op and op._rect == rect
+    view = pc.view_for(pc.state_of(ps_ob), space, rect)
+    geom = pc.canvas_geometry_for(bpy.context, ps_ob, space, rect)
+
+    # Pin: a press on a frame's dot in the sidebar pins that frame
+    i = int(np.argmax(np.linalg.norm(geom.control[:, None] - geom.frame_points[None], axis=2).min(axis=0)))
+    xy = _pixel_of(view, space.positions[i])
+    op = fake_op("pose_space_pin", ps_ob, space)
+    op._start(ctx, _window_event("LEFTMOUSE", "RELEASE", (0, 0), sidebar, main))
+    assert op.modal(ctx, _window_event("LEFTMOUSE", "PRESS", xy, sidebar, main)) == {"RUNNING_MODAL"}
+    assert op._dragging and op.frame == i
+    assert op.modal(ctx, _window_event("ESC", "PRESS", xy, sidebar, main)) == {"CANCELLED"}
+
+    # Navigate: the cursor lands where the press is in the sidebar, not at the main region's pixel
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    op._start(ctx, _window_event("LEFTMOUSE", "RELEASE", (0, 0), sidebar, main))
+    free = (rect[0] + 5.0, rect[1] + 5.0)
+    assert op.modal(ctx, _window_event("LEFTMOUSE", "PRESS", free, sidebar, main)) == {"RUNNING_MODAL"}
+    assert op.modal(ctx, _window_event("LEFTMOUSE", "RELEASE", free, sidebar, main)) == {"FINISHED"}
+    assert np.allclose(pc.state_of(ps_ob).cursor, view.to_pose(np.array(free)))
+
+    # a hidden sidebar, or one showing another tab: the canvas is not visible, said so
+    for hidden in (_viewport_area(show_sidebar=False), _viewport_area(category="Item")):
+        ctx2, _ = _button_context(hidden[0], hidden[1])
+        assert pc.canvas_region(ctx2) is None
+        op = fake_op("pose_space_navigate", ps_ob, space)
+        op._rect = None
+        assert op._start(ctx2, _window_event("LEFTMOUSE", "RELEASE", (0, 0), hidden[2], hidden[1])) == {"CANCELLED"}
+        assert any("Signals tab" in message for _, message in op.reports)
