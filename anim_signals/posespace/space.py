@@ -557,7 +557,8 @@ def build_pose_space(
     ------
     ValueError
         On fewer than 4 frames, NaN / infinite values, a static sequence, collinear or
-        malformed ``positions``, bad pins, or m, l, k out of range.
+        malformed ``positions``, bad pins, m, l, k out of range, or a given k whose time signal
+        throws control points more than ``MAX_CONTROL_REACH`` layout extents out (k close to n).
     """
     z = _frames_matrix(z)
     n, d = z.shape
@@ -626,6 +627,14 @@ def build_pose_space(
         assert tolerance is not None
         k_use = _smallest_k(positions, x, pose, (tolerance**2) * n * rows - residual)
     time = fit_time_signal(positions, k_use, frames_arr)
+    if k is not None:
+        reach = control_reach(time.control, positions)
+        if reach > MAX_CONTROL_REACH:
+            raise ValueError(
+                f"k = {k_use}: the time signal's control points would lie {reach:.3g} times the frames' "
+                f"extent away from them (a least-squares fit with k close to n = {n} is nearly singular), "
+                f"which leaves nothing to see on the canvas: choose a smaller k, k = {n + 2} to interpolate "
+                "the frames, or a tolerance")
     finite_result("the pose-space layout", positions)
     finite_result("the time signal", time.control)
     fixed = {int(i): np.asarray(v, dtype=float) for i, v in (pins or {}).items()}

@@ -168,3 +168,32 @@ def test_time_signal_fit_is_banded_and_matches_dense_least_squares(monkeypatch):
         ts = fit_time_signal(long, k)
         assert ts.control.shape == (k, 2) and control_reach(ts.control, long) < 2.0
     np.testing.assert_allclose(fit_time_signal(long, 20002).evaluate(np.arange(1.0, 20001.0)), long, atol=1e-6)
+
+
+def random_walk(n, channels=30, seed=1):
+    """(n, channels): an armature-like pose vector (each channel on its own, row_size 1)."""
+    return np.cumsum(np.random.default_rng(seed).normal(scale=0.05, size=(n, channels)), axis=0)
+
+
+@pytest.mark.parametrize("n", [40, 90, 240])
+def test_exact_and_tolerance_builds_keep_control_points_near_the_frames(n):
+    """Issue 16, item 2, for every kind of build: the exact (interpolating) build and a tolerance
+    build, of a mesh (rows of 3) and of an armature-like pose vector (rows of 1), keep every
+    time-signal control point within MAX_CONTROL_REACH layout extents (the frames reach 0.5)."""
+    for z, row_size, tol in ((cycling_mesh(n), 3, 0.02), (random_walk(n), 1, 0.01)):
+        for kwargs in ({}, {"tolerance": tol}):
+            space = build_pose_space(z, row_size=row_size, **kwargs)
+            assert control_reach(space.time.control, space.positions) <= MAX_CONTROL_REACH, (row_size, kwargs)
+
+
+def test_a_given_k_that_throws_control_points_out_is_refused():
+    """k = n - 1 on 40 frames puts control points ~1e8 extents out: refused, saying what to choose;
+    k = n + 2 (interpolation) and a k far from n are fine."""
+    z = cycling_mesh(40)
+    assert control_reach(fit_time_signal(build_pose_space(z, k=42).positions, 39).control,
+                         build_pose_space(z, k=42).positions) > 1e3  # what k = 39 would make
+    with pytest.raises(ValueError, match=r"k = 39: .*choose a smaller k, k = 42 to interpolate"):
+        build_pose_space(z, k=39)
+    for k in (12, 42):
+        space = build_pose_space(z, k=k)
+        assert space.k == k and control_reach(space.time.control, space.positions) <= MAX_CONTROL_REACH
