@@ -61,11 +61,11 @@ SHAPE_SPACE_ITEMS = [
 CANVAS_UNITS = 12  # default canvas height in UI units
 
 
-def _set_scene_range():
+def _set_scene_range(default: bool = False, why: str = ""):
     return BoolProperty(
         name="Set Scene Range",
-        description="Set the scene's frame range to the baked frames",
-        default=False,
+        description="Set the scene's frame range to the baked frames" + why,
+        default=default,
     )
 
 
@@ -208,7 +208,9 @@ class ResampleSettings:
         description="Bake keys for every new frame (else only the stored time signal changes)",
         default=True,
     )
-    set_scene_range: _set_scene_range()  # type: ignore[valid-type]
+    # on by default: a resample changes the sequence's length, and a scene range left as it was
+    # would cut the new frames off (or play past them)
+    set_scene_range: _set_scene_range(True, " (a resample changes the sequence's length)")  # type: ignore[valid-type]
 
 
 class BakeSettings:

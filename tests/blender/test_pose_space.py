@@ -445,8 +445,10 @@ def test_resample_speed_frame_rate_range_and_count(scene, psd, tmp_path):
     diag = float(np.linalg.norm(np.ptp(data[0], axis=0)))
     bpy.context.view_layer.objects.active = ps_ob
 
-    # slow motion x2: 2n - 1 frames; every second frame is an original frame
-    assert run("pose_space_resample", mode="SPEED", speed=0.5, set_scene_range=True) == {"FINISHED"}
+    # slow motion x2: 2n - 1 frames; every second frame is an original frame, and the scene's range
+    # follows by default (issue 16: it stayed at n, cutting the new frames off)
+    assert (scene.frame_start, scene.frame_end) != (1, 2 * n - 1)
+    assert run("pose_space_resample", mode="SPEED", speed=0.5) == {"FINISHED"}
     space = psd.load_space(ps_ob)
     np.testing.assert_array_equal(space.time.frames, np.arange(1, 2 * n))
     assert (scene.frame_start, scene.frame_end) == (1, 2 * n - 1)
@@ -460,12 +462,14 @@ def test_resample_speed_frame_rate_range_and_count(scene, psd, tmp_path):
     # back to normal speed (x2): the original frames again
     assert run("pose_space_resample", mode="SPEED", speed=2.0) == {"FINISHED"}
     np.testing.assert_array_equal(psd.load_space(ps_ob).time.frames, np.arange(1, n + 1))
+    assert (scene.frame_start, scene.frame_end) == (1, n)
     for i in (0, 6, n - 1):
         np.testing.assert_allclose(evaluated_coords(ps_ob, 1 + i), data[i], atol=2e-6 * diag)
 
     # frame-rate conversion 24 -> 48 fps: the same as slow motion x2 in frames
     assert run("pose_space_resample", mode="FRAME_RATE", fps_from=24.0, fps_to=48.0, bake=False) == {"FINISHED"}
     np.testing.assert_array_equal(psd.load_space(ps_ob).time.frames, np.arange(1, 2 * n))
+    assert (scene.frame_start, scene.frame_end) == (1, n)  # nothing baked: the range is left alone
     assert run("pose_space_resample", mode="FRAME_RATE", fps_from=48.0, fps_to=24.0) == {"FINISHED"}
 
     # a range played at half speed: frames before it unchanged, the range twice as long, the rest shifted
