@@ -36,6 +36,7 @@ class ANIM_SIGNALS_PT_deformation_transfer(bpy.types.Panel):
     bl_category = "Signals"
     bl_label = "Deformation Transfer"
     bl_options = {"DEFAULT_CLOSED"}
+    bl_order = 3  # after the pose-space panels and the motion database
 
     def draw(self, context):
         layout = split_layout(self.layout)

@@ -32,6 +32,7 @@ class ANIM_SIGNALS_PT_motion_db(bpy.types.Panel):
     bl_category = "Signals"
     bl_label = "Motion Database"
     bl_options = {"DEFAULT_CLOSED"}
+    bl_order = 2  # after the pose-space canvas (0) and its controls (1), which belong together
 
     def draw(self, context):
         layout = split_layout(self.layout)

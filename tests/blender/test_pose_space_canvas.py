@@ -776,3 +776,18 @@ def test_buttons_start_their_tool_from_the_main_region(scene, data, tmp_path, pc
         op._rect = None
         assert op._start(ctx2, _window_event("LEFTMOUSE", "RELEASE", (0, 0), hidden[2], hidden[1])) == {"CANCELLED"}
         assert any("Signals tab" in message for _, message in op.reports)
+
+
+def test_the_canvas_and_the_pose_space_controls_stay_together(scene):
+    """The Signals tab of the 3D Viewport sidebar lists the canvas, then the Pose Space panel, then the
+    rest (Blender orders a tab's panels by bl_order, ties by registration: the Motion Database used
+    to sit between the canvas and its controls)."""
+    panels = [cls for cls in bpy.types.Panel.__subclasses__()
+              if cls.__module__.startswith(EXT) and getattr(cls, "bl_space_type", "") == "VIEW_3D"
+              and getattr(cls, "bl_region_type", "") == "UI" and getattr(cls, "bl_category", "") == "Signals"
+              and not getattr(cls, "bl_parent_id", "")]
+    names = [cls.__name__ for cls in sorted(panels, key=lambda cls: getattr(cls, "bl_order", 0))]
+    assert names[:2] == ["ANIM_SIGNALS_PT_pose_space_canvas", "ANIM_SIGNALS_PT_pose_space"], names
+    assert {"ANIM_SIGNALS_PT_motion_db", "ANIM_SIGNALS_PT_deformation_transfer"} <= set(names[2:]), names
+    orders = [getattr(cls, "bl_order", 0) for cls in panels]
+    assert len(set(orders)) == len(orders), "equal bl_order: the order would depend on registration"
