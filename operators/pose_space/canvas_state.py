@@ -62,6 +62,7 @@ class CanvasState:
     cursor: np.ndarray | None = None  # (2,) pose space
     stroke: np.ndarray | None = None  # (r, 2) pose space, while sketching
     preview: Any = None  # PoseSpace being edited (drawn instead of the stored one)
+    fitted: tuple | None = None  # (center, scale, width, height) of the last automatic fit
 
 
 _STATES: dict[str, CanvasState] = {}
@@ -196,13 +197,19 @@ def canvas_region(context):
 
 
 def view_for(state: CanvasState, space, rect) -> cv.View:
-    """The canvas view: the state's centre and scale on ``rect`` (fitted to the model the first time)."""
+    """The canvas view: the state's centre and scale on ``rect``; fitted to the model the first
+    time, and again when the canvas changes size while the view is still the automatic fit (a
+    view the user zoomed or panned is kept)."""
     x0, y0, w, h = rect
-    if state.center is None or state.scale is None:
-        v = cv.fit_space_view(cv.drawable(space), max(int(w), 1), max(int(h), 1), origin=(x0, y0))
+    size = (max(int(w), 1), max(int(h), 1))
+    fitted = state.fitted
+    resized_fit = fitted is not None and fitted[:2] == (state.center, state.scale) and fitted[2:] != size
+    if state.center is None or state.scale is None or resized_fit:
+        v = cv.fit_space_view(cv.drawable(space), size[0], size[1], origin=(x0, y0))
         state.center, state.scale = v.center, v.scale
+        state.fitted = (v.center, v.scale, *size)
         return v
-    return cv.View(state.center, state.scale, max(int(w), 1), max(int(h), 1), (x0, y0))
+    return cv.View(state.center, state.scale, size[0], size[1], (x0, y0))
 
 
 def current_time(scene) -> float:

@@ -791,3 +791,20 @@ def test_the_canvas_and_the_pose_space_controls_stay_together(scene):
     assert {"ANIM_SIGNALS_PT_motion_db", "ANIM_SIGNALS_PT_deformation_transfer"} <= set(names[2:]), names
     orders = [getattr(cls, "bl_order", 0) for cls in panels]
     assert len(set(orders)) == len(orders), "equal bl_order: the order would depend on registration"
+
+
+def test_the_view_refits_a_resized_canvas_until_zoomed(scene, data, tmp_path, pc, core):
+    """A wider or shorter canvas gets the view fitted to it again (issue 16, item 4), unless the user
+    zoomed or panned: that view is kept on the new size."""
+    ps_ob, space = make_space(data, tmp_path)
+    st = pc.state_of(ps_ob)
+    first = pc.view_for(st, space, RECT)
+    small = (RECT[0], RECT[1], 200.0, 120.0)
+    refit = pc.view_for(st, space, small)
+    expected = core.fit_space_view(core.canvas.drawable(space), 200, 120, origin=small[:2])
+    assert refit.scale == pytest.approx(expected.scale) and refit.scale < 0.7 * first.scale
+    assert np.allclose(refit.center, expected.center)
+    assert pc.view_for(st, space, small).scale == refit.scale  # the same size: the same view
+    st.scale = refit.scale * 1.5  # zoomed by the user
+    kept = pc.view_for(st, space, RECT)
+    assert kept.scale == pytest.approx(refit.scale * 1.5) and (kept.width, kept.height) == (400, 300)
