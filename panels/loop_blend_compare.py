@@ -68,6 +68,14 @@ def draw_blend_result(layout, r) -> None:
     col.label(text=f"Time: {r.seconds:.2f} s")
 
 
+NAME_SHARE = 0.7  # of a Compare list row, for the action's name
+
+
+def _distance_text(item) -> str:
+    """A compared action's distance to the reference ('' for the reference itself or none)."""
+    return "" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}"
+
+
 def draw_compare_result(layout, root) -> None:
     """The last comparison (``root.last_compare``) and its rows (``root.compare_results``), if any."""
     r = root.last_compare
@@ -83,6 +91,11 @@ def draw_compare_result(layout, root) -> None:
                 col.label(text=part, icon="DOT")
     box.template_list("ANIM_SIGNALS_UL_compare_results", "", root, "compare_results", root, "compare_index", rows=4)
     col = box.column(align=True)
+    if 0 <= root.compare_index < len(root.compare_results):
+        item = root.compare_results[root.compare_index]
+        distance = _distance_text(item)
+        col.label(text=f"{item.action_name}: cluster #{item.cluster}" + (f", distance {distance}" if distance else ""),
+                  icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
     if r.image_name:
         col.label(text=f'Dendrogram: image "{r.image_name}"', icon="IMAGE_DATA")
     if r.image_path:
@@ -147,10 +160,13 @@ class ANIM_SIGNALS_UL_compare_results(bpy.types.UIList):
     """Compared actions: cluster and distance to the active object's action"""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0, flt_flag=0):
-        row = layout.row(align=True)
-        row.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
+        # the name takes most of the row (a row of three labels gave it a third and cut long names);
+        # the selected row's whole name is shown under the list
+        split = layout.split(factor=NAME_SHARE, align=True)
+        split.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
+        row = split.row(align=True)
         row.label(text=f"#{item.cluster}")
-        row.label(text="" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}")
+        row.label(text=_distance_text(item))
 
 
 class ANIM_SIGNALS_PT_compare(_DopeSheetSignalsPanel, bpy.types.Panel):
