@@ -51,6 +51,7 @@ __all__ = [
     "fit_view",
     "hit_test",
     "inside",
+    "near_the_frames",
     "stroke_to_pose",
 ]
 __all__ += palette.__all__
@@ -597,6 +598,53 @@ def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0, sure_
                 tm = float(ct[j] + t[j] * (ct[j + 1] - ct[j])) if len(ct) == len(C) else None
                 return Hit("CURVE", j, d, tm)
     return Hit("NONE", -1, math.inf)
+
+
+def near_the_frames(positions: Any, point: Any, *, grow: float = 0.25) -> tuple[np.ndarray, bool]:
+    """A navigation point held to the frames' neighbourhood: their bounding box grown by ``grow``
+    times its size on every side.
+
+    The pose signal interpolates between the frames; far outside them it extrapolates into
+    ever more distorted poses, so the cursor stops at the edge of this box.
+
+    Parameters
+    ----------
+    positions : array_like, shape (n, 2)
+        The frames' pose-space positions.
+    point : (float, float)
+        The point asked for.
+    grow : float
+        Margin around the frames' bounding box, as a fraction of its larger side, >= 0.
+
+    Returns
+    -------
+    point : ndarray, shape (2,)
+        ``point`` clamped to the grown box.
+    held : bool
+        Whether it was moved (it lay outside).
+
+    Raises
+    ------
+    ValueError
+        On no finite positions, a non-finite point or a negative ``grow``.
+
+    Examples
+    --------
+    >>> near_the_frames([[0.0, 0.0], [1.0, 1.0]], (3.0, 0.5))
+    (array([1.25, 0.5 ]), True)
+    """
+    g = float(grow)
+    if not (math.isfinite(g) and g >= 0.0):
+        raise ValueError(f"grow must be a finite number >= 0, got {grow!r}")
+    P = np.asarray(positions, dtype=float).reshape(-1, 2)
+    P = P[np.all(np.isfinite(P), axis=1)]
+    if len(P) == 0:
+        raise ValueError("positions has no finite (x, y) row")
+    p = np.asarray(_pair(point, "point"))
+    lo, hi = P.min(axis=0), P.max(axis=0)
+    margin = g * float(np.max(hi - lo))
+    held = np.clip(p, lo - margin, hi + margin)
+    return held, bool(np.any(held != p))
 
 
 def inside(rect: Sequence[float] | None, xy: Any) -> bool:

@@ -98,6 +98,10 @@ def _commit_or_report(op, context, ob, space) -> bool:
     return True
 
 
+TOOL_KEYS = "  |  Wheel: zoom, MMB / Ctrl+drag: pan, Esc / RMB: cancel"
+HELD = "  |  Held at the edge of the frames' neighbourhood: further out the pose only distorts"
+
+
 class _CanvasDrag:
     """Wait for a press on the canvas (or start at once when dispatched by a press), drag, commit on
     release.  Wheel zooms and middle mouse / Ctrl+drag pans while waiting; ESC or right-click cancels
@@ -213,7 +217,7 @@ class _CanvasDrag:
             self._dragging = True
             self._last_xy = xy
         context.window_manager.modal_handler_add(self)
-        self._status(context, self.HINT + "  |  Wheel: zoom, MMB / Ctrl+drag: pan, Esc / RMB: cancel")
+        self._status(context, self.HINT + TOOL_KEYS)
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
@@ -314,7 +318,7 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
     bl_idname = "anim_signals.pose_space_navigate"
     bl_label = "Navigate Pose Space"
     bl_options = {"REGISTER", "UNDO"}
-    HINT = "Navigate: drag in the canvas to pose the character"
+    HINT = "Navigate: drag in the canvas to pose the character (near the frames)"
 
     position: FloatVectorProperty(  # type: ignore[valid-type]
         name="Position",
@@ -348,10 +352,13 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
         return True
 
     def _update(self, context, xy) -> None:
-        p = self._pose_xy(context, xy)
+        # the pose signal extrapolates into ever more distorted poses away from the frames: the
+        # cursor stops at the edge of their neighbourhood (bounding box grown by a quarter)
+        p, held = cv.near_the_frames(self._space.positions, self._pose_xy(context, xy))
         apply_position(self._ob, self._space, p)
         state_of(self._ob).cursor = p
         self.position = (float(p[0]), float(p[1]))
+        self._status(context, self.HINT + (HELD if held else "") + TOOL_KEYS)
 
     def _finish(self, context, xy) -> set[str]:
         self._update(context, xy)

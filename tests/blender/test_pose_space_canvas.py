@@ -457,7 +457,7 @@ def test_modal_navigate_drag_release_and_escape(scene, data, tmp_path, pc):
     assert op.modal(ctx, ev("MOUSEMOVE", xy=xy0)) == {"PASS_THROUGH"}  # waiting: the UI stays usable
     assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op._dragging
     assert op.modal(ctx, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
-    p1 = view.to_pose(np.array(xy1))
+    p1, _ = pc.cv.near_the_frames(space.positions, view.to_pose(np.array(xy1)))  # held near the frames
     assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, p1), atol=1e-6)
     assert np.allclose(pc.state_of(ps_ob).cursor, p1)
     assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
@@ -808,3 +808,29 @@ def test_the_view_refits_a_resized_canvas_until_zoomed(scene, data, tmp_path, pc
     st.scale = refit.scale * 1.5  # zoomed by the user
     kept = pc.view_for(st, space, RECT)
     assert kept.scale == pytest.approx(refit.scale * 1.5) and (kept.width, kept.height) == (400, 300)
+
+
+def test_navigate_stops_at_the_edge_of_the_frames(scene, data, tmp_path, pc, core):
+    """Dragging the cursor far outside the frames (zoomed out) holds it on their bounding box grown by
+    a quarter: the pose there is g at the held point, not a wild extrapolation (issue 16, item 4)."""
+    ps_ob, space = make_space(data, tmp_path)
+    st = pc.state_of(ps_ob)
+    _view(pc, ps_ob, space)
+    st.scale /= 8.0  # zoomed out: the canvas shows far beyond the frames
+    view = _view(pc, ps_ob, space)
+    lo, hi = space.positions.min(axis=0), space.positions.max(axis=0)
+    edge = hi + 0.25 * float(np.max(hi - lo))
+    corner = (RECT[0] + RECT[2] - 2.0, RECT[1] + RECT[3] - 2.0)
+    assert np.all(view.to_pose(np.array(corner)) > edge + 0.1)  # the corner lies well outside
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", corner)) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", corner)) == {"FINISHED"}
+    assert np.allclose(st.cursor, edge) and np.allclose(op.position, edge)
+    assert np.allclose(key_values(ps_ob, data), expected_values(ps_ob, data, space, edge), atol=1e-6)
+    inner = view.to_pixels(0.5 * (lo + hi))  # inside: the cursor goes where the mouse is
+    op = fake_op("pose_space_navigate", ps_ob, space)
+    op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", inner))
+    op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", inner))
+    assert np.allclose(st.cursor, view.to_pose(np.array(inner)))
+    held, moved = core.canvas.near_the_frames(space.positions, (1e6, -1e6))
+    assert moved and np.allclose(held, (edge[0], lo[1] - 0.25 * float(np.max(hi - lo))))
