@@ -834,3 +834,22 @@ def test_navigate_stops_at_the_edge_of_the_frames(scene, data, tmp_path, pc, cor
     assert np.allclose(st.cursor, view.to_pose(np.array(inner)))
     held, moved = core.canvas.near_the_frames(space.positions, (1e6, -1e6))
     assert moved and np.allclose(held, (edge[0], lo[1] - 0.25 * float(np.max(hi - lo))))
+
+
+def test_canvas_region_of_a_real_viewport(scene, pc):
+    """canvas_region on Blender's own area and regions (both versions' RNA): the sidebar when it is the
+    context's region, nothing from the main region while the sidebar is hidden."""
+    window = bpy.context.window_manager.windows[0]
+    area = next(a for a in window.screen.areas if a.type == "VIEW_3D")
+    main = next(r for r in area.regions if r.type == "WINDOW")
+    sidebar = next(r for r in area.regions if r.type == "UI")
+    space = area.spaces.active
+    shown = space.show_region_ui
+    try:
+        space.show_region_ui = False
+        with bpy.context.temp_override(window=window, area=area, region=main):
+            assert pc.canvas_region(bpy.context) is None
+        with bpy.context.temp_override(window=window, area=area, region=sidebar):
+            assert pc.canvas_region(bpy.context) == sidebar
+    finally:
+        space.show_region_ui = shown
