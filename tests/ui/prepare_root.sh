@@ -33,7 +33,7 @@ fi
 # The machine's own Debian mirror: the one its apt already uses (and can reach).
 MIRROR="${ANIM_SIGNALS_UI_MIRROR:-$(apt-cache policy | awk '/ 500 http/ && !/security/ {print $2; exit}')}"
 [[ -n "$MIRROR" ]] || cannot "no Debian mirror in apt's sources (set ANIM_SIGNALS_UI_MIRROR)"
-curl -fsS --max-time 20 -o /dev/null "$MIRROR/dists/$SUITE/Release" \
+curl -fs --max-time 20 -o /dev/null "$MIRROR/dists/$SUITE/Release" \
     || cannot "Debian mirror $MIRROR has no reachable $SUITE release"
 
 # Built beside the cache and moved into place, so an interrupted build never looks ready.

@@ -13,6 +13,9 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$REPO/out/ui"
 UI_TIMEOUT="${ANIM_SIGNALS_UI_TIMEOUT:-900}"  # seconds; the whole Blender run, a hang guard only
 
+if [[ "$(id -u)" -ne 0 ]]; then
+    echo "skipped: the UI tests need root (chroot and bind mounts into the cached UI root)"; exit 77
+fi
 UI_ROOT="$(bash "$HERE/prepare_root.sh" | tail -1)"
 rc=${PIPESTATUS[0]}
 if [[ $rc -eq 77 ]]; then echo "$UI_ROOT"; exit 77; fi
