@@ -12,6 +12,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$REPO/out/ui"
 UI_TIMEOUT="${ANIM_SIGNALS_UI_TIMEOUT:-900}"  # seconds; the whole Blender run, a hang guard only
+# X display of the private Xvfb: X's abstract sockets are shared with the host, so a display number
+# already taken there must be avoided.
+UI_DISPLAY="${ANIM_SIGNALS_UI_DISPLAY:-:99}"
 
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "skipped: the UI tests need root (chroot and bind mounts into the cached UI root)"; exit 77
@@ -57,7 +60,7 @@ bind "$REPO" "$EXT_IN_ROOT" ro
 bind "$OUT" "$OUT_IN_ROOT"
 
 in_root() {
-    chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY=:99 LIBGL_ALWAYS_SOFTWARE=1 \
+    chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY="$UI_DISPLAY" LIBGL_ALWAYS_SOFTWARE=1 \
         PYTHONDONTWRITEBYTECODE=1 "$@"
 }
 
@@ -65,18 +68,26 @@ in_root() {
 in_root sh -c "rm -rf /root/.config/blender && mkdir -p /root/.config/blender/4.3/extensions/user_default \
     && ln -s $EXT_IN_ROOT /root/.config/blender/4.3/extensions/user_default/anim_signals"
 
-rm -f "$UI_ROOT/tmp/.X99-lock" "$UI_ROOT/tmp/.X11-unix/X99"
-in_root Xvfb :99 -screen 0 1600x1000x24 -nolisten tcp >"$OUT/xvfb.log" 2>&1 &
+if in_root xdotool getdisplaygeometry >/dev/null 2>&1; then
+    echo "display $UI_DISPLAY is already taken (another X server): set ANIM_SIGNALS_UI_DISPLAY" >&2; exit 1
+fi
+rm -f "$UI_ROOT/tmp/.X${UI_DISPLAY#:}-lock" "$UI_ROOT/tmp/.X11-unix/X${UI_DISPLAY#:}"
+# Started directly (not through in_root, whose subshell would get the PID): chroot and env exec, so
+# $! is Xvfb itself and the trap can stop it.
+chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root \
+    Xvfb "$UI_DISPLAY" -screen 0 1600x1000x24 -nolisten tcp >"$OUT/xvfb.log" 2>&1 &
 XVFB_PID=$!
 for _ in $(seq 1 100); do  # until the display answers (a state, polled; 10 s at most)
     in_root xdotool getdisplaygeometry >/dev/null 2>&1 && break
-    if ! kill -0 "$XVFB_PID" 2>/dev/null; then echo "Xvfb did not start (out/ui/xvfb.log)" >&2; exit 1; fi
+    if ! kill -0 "$XVFB_PID" 2>/dev/null; then
+        echo "Xvfb $UI_DISPLAY did not start (out/ui/xvfb.log; display taken? set ANIM_SIGNALS_UI_DISPLAY)" >&2; exit 1
+    fi
     sleep 0.1
 done
-in_root xdotool getdisplaygeometry >/dev/null 2>&1 || { echo "Xvfb :99 does not answer" >&2; exit 1; }
+in_root xdotool getdisplaygeometry >/dev/null 2>&1 || { echo "Xvfb $UI_DISPLAY does not answer" >&2; exit 1; }
 
 t0=$SECONDS
-timeout -k 10 "$UI_TIMEOUT" chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY=:99 \
+timeout -k 10 "$UI_TIMEOUT" chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY="$UI_DISPLAY" \
     LIBGL_ALWAYS_SOFTWARE=1 PYTHONDONTWRITEBYTECODE=1 \
     blender --factory-startup --python "$EXT_IN_ROOT/tests/ui/driver.py" -- --out "$OUT_IN_ROOT" \
     >"$OUT/blender.log" 2>&1
