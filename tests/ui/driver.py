@@ -264,11 +264,53 @@ def wavy_flag(n_frames: int = 24, nx: int = 9):
 FIT = "anim_signals.fit_latent_spline"
 
 
-def run_fit_from_graph_editor(graph, sidebar) -> None:
-    """The Fit Spline button's call: the operator with its sidebar settings, invoked in the Graph
-    Editor's sidebar (a button's position cannot be read from Python in 4.3, so no click)."""
-    with override(graph, sidebar):
-        bpy.ops.anim_signals.fit_latent_spline("INVOKE_DEFAULT")
+PROBE_KEY = ("F9", "ctrl+alt+shift+F9")  # Blender key, xdotool key
+
+
+PROBE_MISS = "<no operator button>"
+
+
+class UI_TEST_OT_probe_miss(bpy.types.Operator):
+    """The probe key's answer when no operator button is under the mouse (its event reached the window)."""
+
+    bl_idname = "ui_test.probe_miss"
+    bl_label = "UI test probe: no button"
+
+    def execute(self, context):
+        context.window_manager.clipboard = PROBE_MISS
+        return {"FINISHED"}
+
+
+def install_button_probe() -> None:
+    """Ctrl+Alt+Shift+F9 over an operator button runs "Copy Python Command" (the User Interface
+    keymap); anywhere else the event falls through to the Window keymap's probe_miss. So every probe
+    is answered and the driver learns which operator button is under the mouse (Blender 4.3's Python
+    cannot say where a button is)."""
+    bpy.utils.register_class(UI_TEST_OT_probe_miss)
+    keymaps = bpy.context.window_manager.keyconfigs.addon.keymaps
+    for km_name, idname in (("User Interface", "ui.copy_python_command_button"), ("Window", UI_TEST_OT_probe_miss.bl_idname)):
+        km = keymaps.new(name=km_name)
+        km.keymap_items.new(idname, PROBE_KEY[0], "PRESS", ctrl=True, alt=True, shift=True)
+
+
+def find_button(region, idname: str, found: list) -> Iterator[Wait]:
+    """Hover down the middle of ``region`` and probe each spot until the button of operator
+    ``idname`` (``anim_signals.x``) is under the mouse; appends its (x, y) region pixels to ``found``."""
+    wm = bpy.context.window_manager
+    x = region.width * 0.55
+    for y in range(region.height - 12, 0, -10):  # 10 px steps: a 1.4-high button is ~28 px
+        wm.clipboard = ""
+        move_mouse(region, x, y)  # X delivers the move before the key: the button is hot when probed
+        press_key(PROBE_KEY[1])
+        yield Wait("probe answered", lambda: wm.clipboard != "", 20.0)
+        if f"bpy.ops.{idname}(" in wm.clipboard:
+            found.append((x, y))
+            return
+
+
+def click_button(region, xy) -> None:
+    move_mouse(region, *xy)
+    xdotool("click", "1")
 
 
 def scenario() -> Iterator[Wait]:
@@ -309,10 +351,18 @@ def scenario() -> Iterator[Wait]:
     yield from open_signals_sidebar(graph)
     graph_sidebar = region_of(graph, "UI")
     check("Graph Editor sidebar shows the Signals tab", graph_sidebar.active_panel_category == "Signals")
-    run_fit_from_graph_editor(graph, graph_sidebar)
-    yield Wait("Fit Spline finished", lambda: not modal_running(FIT), 300.0)
-    after = key_count(biped)
+    install_button_probe()
+    button: list = []
+    yield from find_button(graph_sidebar, FIT, button)
+    if not check("Fit Spline button found in the Graph Editor sidebar", bool(button)):
+        return
     last = bpy.context.scene.anim_signals.last_fit
+    click_button(graph_sidebar, button[0])  # a real click on the panel's button
+    # finished = the biped's result is shown and the modal run is over (not merely "not running",
+    # which is also true before Blender has handled the click)
+    yield Wait("Fit Spline finished", lambda: last.valid and last.object_name == biped.name
+               and not modal_running(FIT), 300.0)
+    after = key_count(biped)
     check("Fit Spline reduces the keys", 0 < after < before, f"{before} -> {after} keys")
     check("Fit Spline result shown for the biped", last.valid and last.object_name == biped.name
           and last.keys_before == before and last.keys_after == after,
@@ -324,9 +374,9 @@ def scenario() -> Iterator[Wait]:
     before2 = key_count(biped2)
     action2 = biped2.animation_data.action
     actions_before = set(bpy.data.actions.keys())
-    run_fit_from_graph_editor(graph, graph_sidebar)
-    started = modal_running(FIT)
-    check("Fit Spline runs modal in the window", started)
+    click_button(graph_sidebar, button[0])
+    yield Wait("the click starts the fit", lambda: modal_running(FIT), 10.0)
+    check("Fit Spline runs modal in the window", modal_running(FIT))
     move_mouse(graph_sidebar, graph_sidebar.width / 2, graph_sidebar.height / 2)
     press_key("Escape")  # a real key press through X
     yield Wait("Esc ends the fit", lambda: not modal_running(FIT), 60.0)
