@@ -41,6 +41,7 @@ from .canvas import (
     stroke_to_pose,
 )
 from .controls import channel_values, key_scales, key_targets, key_values, shape_from_keys
+from .generated import wavy_flag
 from .palette import time_colors
 from .render import render_png, render_rgba
 from .retime import RESAMPLE_MODES, bake_frames, resample_times, resampled_space
@@ -111,4 +112,5 @@ __all__ = [
     "stress",
     "stroke_to_pose",
     "time_colors",
+    "wavy_flag",
 ]

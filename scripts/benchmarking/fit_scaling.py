@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +30,9 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(REPO_ROOT / "scripts"))  # run as a script: benchmarking/ is not a package on the path
+from benchmarking.report import run_cases_apart  # noqa: E402
+
 DEFAULT_CASES = (
     "per_channel:1000:100,per_channel:2500:100,per_channel:5000:100,per_channel:10000:100,"
     "latent:25000:3,latent:50000:3,latent:100000:3"
@@ -114,16 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, n, m = args.one.split(":")
         print(json.dumps(run_one(kind, int(n), int(m))), flush=True)
         return 0
-    rows = []
-    for case in [c.strip() for c in args.cases.split(",") if c.strip()]:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", case, "--core", args.core]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(f"{case}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
-            continue
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    rows = run_cases_apart(__file__, cases, ["--core", args.core])
     print("\n| case | s | peak RSS MB | keys | within tolerance |\n|---|---:|---:|---:|---|")
     for r in rows:
         print(f"| {r['case']} | {r['seconds']} | {r['peak_rss_mb']} | {r['keys']} | {r['within_tolerance']} |")

@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,9 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+sys.path.insert(0, str(REPO_ROOT / "scripts"))  # run as a script: benchmarking/ is not a package on the path
+from benchmarking.report import run_cases_apart  # noqa: E402
+
 DEFAULT_CASES = ("armature:250,armature:500,armature:1000,armature:2000,armature:5000,"
                  "mesh:250,mesh:500,mesh:1000,mesh:2000,mesh:5000")
 ARMATURE_CHANNELS = 120
@@ -114,22 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         kind, n = args.one.split(":")
         print(json.dumps(run_one(kind, int(n))), flush=True)
         return 0
-    rows = []
-    for case in [c.strip() for c in args.cases.split(",") if c.strip()]:
-        cmd = [sys.executable, os.path.abspath(__file__), "--one", case, "--core", args.core]
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            row = {"case": case, "seconds": f"> {args.timeout:g}", "peak_rss_mb": "-", "timed_out": True}
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-            continue
-        if done.returncode != 0:
-            print(f"{case}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
-            continue
-        row = json.loads(done.stdout.strip().splitlines()[-1])
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    rows = run_cases_apart(__file__, cases, ["--core", args.core], timeout=args.timeout)
     print("\n| case | s | peak RSS MB | k | l | m | RMS / tolerance | control reach / extent |"
           "\n|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:

@@ -114,3 +114,25 @@ def publish(out: str | os.PathLike, stem: str, markdown: str, payload: dict) -> 
     write_report(out, stem, markdown, payload)
     print(markdown)
     log(f"wrote {Path(out) / stem}.md and .json")
+
+
+def run_cases_apart(script: str, cases: Iterable[str], extra: Sequence[str] = (),
+                    timeout: float | None = None) -> list[dict]:
+    """Run ``script --one CASE *extra`` once per case, each in its own Python process (so its peak
+    memory is its own), and collect the JSON row each prints last. A failed case is reported on
+    stderr and left out; a case over ``timeout`` seconds gets a ``timed_out`` row."""
+    rows = []
+    for case in cases:
+        cmd = [sys.executable, os.path.abspath(script), "--one", case, *extra]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            row = {"case": case, "seconds": f"> {timeout:g}", "peak_rss_mb": "-", "timed_out": True}
+        else:
+            if done.returncode != 0:
+                print(f"{case}: failed\n{done.stderr[-2000:]}", file=sys.stderr)
+                continue
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows

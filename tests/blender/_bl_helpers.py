@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 import types
 from pathlib import Path
 
 import bpy
 import numpy as np
 import pytest
+from conftest import EXT_MODULE
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 IS_SLOTTED = "action_slot" in bpy.types.AnimData.bl_rna.properties
+
+
+def ext_module(path: str) -> types.ModuleType:
+    """A module of the installed extension by its path inside it, e.g. ``"operators.pose_space"``."""
+    return sys.modules[f"{EXT_MODULE}.{path}"]
 
 
 def shared_data(*parts: str) -> Path:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import struct
-import sys
 
 import bpy
 import numpy as np
@@ -21,6 +20,7 @@ from _bl_helpers import (
     StepwiseDriver,
     assert_refused,
     event,
+    ext_module,
     fcurves_of,
     key_array,
     make_armature,
@@ -29,7 +29,6 @@ from _bl_helpers import (
 from test_pose_space import make_cached_cylinder, twist_frames, write_pc2
 from test_pose_space_canvas import make_space
 
-EXT = "bl_ext.dev.anim_signals"
 FPS = 30
 PROP = "anim_signals_pose_space"
 
@@ -40,22 +39,22 @@ def op(name: str, **kwargs):
 
 @pytest.fixture
 def psd(extension):
-    return sys.modules[f"{EXT}.operators.pose_space"]
+    return ext_module("operators.pose_space")
 
 
 @pytest.fixture
 def mdb(extension):
-    return sys.modules[f"{EXT}.operators.motion_db.database"]
+    return ext_module("operators.motion_db.database")
 
 
 @pytest.fixture
 def ll(extension):
-    return sys.modules[f"{EXT}.anim_signals.motiondb.livelink"]
+    return ext_module("anim_signals.motiondb.livelink")
 
 
 @pytest.fixture
 def gen(extension):
-    return sys.modules[f"{EXT}.anim_signals.motiondb.generated"]
+    return ext_module("anim_signals.motiondb.generated")
 
 
 def _token(ob) -> str:
@@ -362,7 +361,7 @@ def test_live_link_damaged_cells_become_missing_values(scene, ll, gen, tmp_path)
     scene.render.fps = FPS
     p = tmp_path / "big.csv"
     _csv(ll, gen, p, edit=_set_cell)
-    imp = sys.modules[f"{EXT}.operators.motion_db.livelink_import"]
+    imp = ext_module("operators.motion_db.livelink_import")
     s = imp.import_live_link(bpy.context, str(p))
     assert sum("treated as missing" in m for m in s.messages) >= 1
     assert any("beyond +-10" in m and "JawOpen" in m for m in s.messages)  # the 50.0
@@ -390,7 +389,7 @@ def test_live_link_scattered_text_cells_and_text_columns(scene, ll, gen, tmp_pat
     _csv(ll, gen, q)
     lines = q.read_text().splitlines()
     q.write_text("\n".join([lines[0] + ",Note"] + [line + ",hello" for line in lines[1:]]) + "\n")
-    imp = sys.modules[f"{EXT}.operators.motion_db.livelink_import"]
+    imp = ext_module("operators.motion_db.livelink_import")
     s = imp.import_live_link(bpy.context, str(q))
     assert not any("without tracking data" in m for m in s.messages)  # the text column is not ARKit's
 
@@ -511,7 +510,7 @@ def test_query_with_a_stray_key_far_away(face_db):
 
 
 def test_live_mode_takes_an_edited_database(face_db, mdb):
-    live = sys.modules[f"{EXT}.operators.motion_db.live"]
+    live = ext_module("operators.motion_db.live")
     scene = bpy.context.scene
     assert op("motion_db_live", action="START")() == {"FINISHED"}
     try:

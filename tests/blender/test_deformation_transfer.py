@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tarfile
 import tempfile
 import types
@@ -22,9 +21,17 @@ import types
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import FakeLayout, StepwiseDriver, assert_same_state, event, keyed, shared_data, snapshot_all
+from _bl_helpers import (
+    FakeLayout,
+    StepwiseDriver,
+    assert_same_state,
+    event,
+    ext_module,
+    keyed,
+    shared_data,
+    snapshot_all,
+)
 
-EXT = "bl_ext.dev.anim_signals"
 PROP = "anim_signals_transfer"
 TRANSFER_SETTINGS = ("source", "target", "marker_prefix", "method", "space", "pairs", "marker_source", "markers_file",
                      "translation", "range_mode", "frame_start", "frame_end", "output", "write_to")
@@ -42,7 +49,7 @@ def run(**kwargs):
 
 def core():
     """The deformation-transfer core of the installed extension."""
-    return sys.modules[f"{EXT}.anim_signals.transfer"]
+    return ext_module("anim_signals.transfer")
 
 
 def cylinder(around: int, along: int, *, triangles: bool = False) -> tuple[np.ndarray, list[tuple[int, ...]]]:
@@ -366,7 +373,7 @@ def test_example_pairs_list_edits_the_pairing(scene):
     try:
         stand_in = types.SimpleNamespace(properties=types.SimpleNamespace(is_property_set=lambda name: False),
                                          pairs=other.anim_signals.transfer.pairs)
-        sys.modules[f"{EXT}.operators.common.settings"].fill_unset(stand_in, s, TRANSFER_SETTINGS)
+        ext_module("operators.common.settings").fill_unset(stand_in, s, TRANSFER_SETTINGS)
         pairs = [{"name": p.name, "target_key": p.target_key} for p in stand_in.pairs]
     finally:
         bpy.data.scenes.remove(other)
@@ -469,7 +476,7 @@ def test_escape_writes_nothing_and_the_modal_run_finishes(scene, tmp_path):
     scene.frame_start, scene.frame_end = 1, 12
     scene.frame_set(5)
     before = file_state()
-    path = sys.modules[f"{EXT}.operators.blender_data.meshes"].point_cache_path("Target.transfer")[0]
+    path = ext_module("operators.blender_data.meshes").point_cache_path("Target.transfer")[0]
     if os.path.exists(path):
         os.remove(path)
     op_cls = bpy.types.ANIM_SIGNALS_OT_transfer_deformation
@@ -527,7 +534,7 @@ def test_panel_draws_settings_pairs_markers_and_result(scene):
 
 def test_registered_with_tooltips(scene):
     rna = bpy.ops.anim_signals.transfer_deformation.get_rna_type()
-    assert sys.modules[f"{EXT}.operators.deformation_transfer.properties"].TRANSFER_SETTINGS == TRANSFER_SETTINGS
+    assert ext_module("operators.deformation_transfer.properties").TRANSFER_SETTINGS == TRANSFER_SETTINGS
     for name in TRANSFER_SETTINGS:
         assert rna.properties[name].description, name
     assert {"source", "target", "marker_prefix"} <= set(bpy.ops.anim_signals.transfer_add_marker_pair.get_rna_type().properties.keys())

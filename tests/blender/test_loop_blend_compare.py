@@ -31,8 +31,9 @@ from _bl_helpers import (
     snapshot_all,
     world_heads,
 )
+from conftest import EXT_MODULE
 
-EXT = "bl_ext.dev.anim_signals"
+EXT = EXT_MODULE
 TOOL = f"{EXT}.operators.loop_blend_compare"
 PERIOD = 24.0
 

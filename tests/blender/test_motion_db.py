@@ -17,12 +17,14 @@ from _bl_helpers import (
     assert_same_state,
     evaluate,
     event,
+    ext_module,
     fcurves_of,
     shared_data,
     snapshot_all,
 )
+from conftest import EXT_MODULE
 
-EXT = "bl_ext.dev.anim_signals"
+EXT = EXT_MODULE
 FPS = 30
 
 
@@ -36,18 +38,18 @@ def mdb(extension):
 @pytest.fixture
 def data(extension):
     """The Blender data layer (operators/blender_data)."""
-    return sys.modules[f"{EXT}.operators.blender_data"]
+    return ext_module("operators.blender_data")
 
 
 @pytest.fixture
 def ll(extension):
-    return sys.modules[f"{EXT}.anim_signals.motiondb.livelink"]
+    return ext_module("anim_signals.motiondb.livelink")
 
 
 @pytest.fixture
 def gen(extension):
     """The generated face and expressions of the core."""
-    return sys.modules[f"{EXT}.anim_signals.motiondb.generated"]
+    return ext_module("anim_signals.motiondb.generated")
 
 
 @pytest.fixture
@@ -219,7 +221,7 @@ def test_unset_properties_take_the_sidebar_settings(face_scene, data):
     bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS")
     s = scene.anim_signals.motion_db
     s.output, s.k, s.drop_eyes, s.window = "BEST_PATH", 64, True, 16
-    fill_unset = sys.modules[f"{EXT}.operators.common"].fill_unset
+    fill_unset = ext_module("operators.common").fill_unset
     for cls in (bpy.types.ANIM_SIGNALS_OT_reconstruct_motion, bpy.types.ANIM_SIGNALS_OT_motion_db_live):
         assert cls.stored_settings(bpy.context) == s
         op = types.SimpleNamespace(properties=types.SimpleNamespace(is_property_set=lambda n: n == "window"),

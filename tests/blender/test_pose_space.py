@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import math
 import struct
-import sys
 import time
 
 import bpy
@@ -23,6 +22,7 @@ from _bl_helpers import (
     StepwiseDriver,
     assert_same_state,
     event,
+    ext_module,
     fcurves_of,
     keyed,
     make_armature,
@@ -30,15 +30,16 @@ from _bl_helpers import (
     snapshot_all,
     world_heads,
 )
+from conftest import EXT_MODULE
 
-EXT = "bl_ext.dev.anim_signals"
+EXT = EXT_MODULE
 PROP = "anim_signals_pose_space"
 
 
 @pytest.fixture
 def psd(extension):
     """operators.pose_space (its script API) of the installed extension."""
-    return sys.modules[f"{EXT}.operators.pose_space"]
+    return ext_module("operators.pose_space")
 
 
 def run(op: str, **kwargs):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import math
-import sys
 import time
 import types
 
@@ -21,9 +20,10 @@ import addon_utils
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import FakeLayout, make_armature, shared_data
+from _bl_helpers import FakeLayout, ext_module, make_armature, shared_data
+from conftest import EXT_MODULE
 
-EXT = "bl_ext.dev.anim_signals"
+EXT = EXT_MODULE
 N_FRAMES = 24
 RECT = (10.0, 20.0, 400.0, 300.0)  # a stand-in canvas rectangle in region pixels
 
@@ -31,25 +31,25 @@ RECT = (10.0, 20.0, 400.0, 300.0)  # a stand-in canvas rectangle in region pixel
 @pytest.fixture
 def pc(extension):
     """The canvas's runtime state and geometry."""
-    return sys.modules[f"{EXT}.operators.pose_space.canvas_state"]
+    return ext_module("operators.pose_space.canvas_state")
 
 
 @pytest.fixture
 def tools(extension):
     """The canvas's drag tools (navigate, edit time, pin, sketch)."""
-    return sys.modules[f"{EXT}.operators.pose_space.canvas_tools"]
+    return ext_module("operators.pose_space.canvas_tools")
 
 
 @pytest.fixture
 def draw(extension):
     """The canvas's gpu layer (panels)."""
-    return sys.modules[f"{EXT}.panels.pose_space_canvas_draw"]
+    return ext_module("panels.pose_space_canvas_draw")
 
 
 @pytest.fixture
 def data(extension):
     """The pose space's script API (build, load, save, apply)."""
-    return sys.modules[f"{EXT}.operators.pose_space"]
+    return ext_module("operators.pose_space")
 
 
 @pytest.fixture
@@ -59,22 +59,13 @@ def core(extension):
 
 def _grid_frames(n_frames: int = N_FRAMES, nx: int = 9) -> tuple[np.ndarray, list, np.ndarray]:
     """A flag-like grid deformed by three modes with different phases (a 2-D-ish pose manifold)."""
-    xs, ys = np.meshgrid(np.linspace(-1.0, 1.0, nx), np.linspace(-1.0, 1.0, nx))
-    verts = np.column_stack([xs.ravel(), ys.ravel(), np.zeros(nx * nx)])
-    faces = [(i * nx + j, i * nx + j + 1, (i + 1) * nx + j + 1, (i + 1) * nx + j)
-             for i in range(nx - 1) for j in range(nx - 1)]
-    t = 2.0 * np.pi * np.arange(n_frames)[:, None] / n_frames
-    x, y = verts[None, :, 0], verts[None, :, 1]
-    z = 0.35 * np.sin(2.0 * x + t) + 0.2 * np.cos(1.5 * y - 2.0 * t) + 0.1 * x * y * np.sin(3.0 * t)
-    frames = np.repeat(verts[None], n_frames, axis=0)
-    frames[:, :, 2] = z
-    return verts, faces, frames
+    return ext_module("anim_signals.posespace.generated").wavy_flag(n_frames, nx)
 
 
 def make_space(data, tmp_path, *, k: int = 12, ell: int = 12, m: int = 4, name: str = "flag"):
     """A mesh played by a Mesh Cache (PC2) and its pose space built by the data layer."""
     meshcache = importlib.import_module(f"{EXT}.anim_signals.meshio.meshcache")
-    sys.modules[f"{EXT}.operators.pose_space.canvas_state"].forget_states()  # views and cursors of earlier tests
+    ext_module("operators.pose_space.canvas_state").forget_states()  # views and cursors of earlier tests
     verts, faces, frames = _grid_frames()
     path = str(tmp_path / f"{name}.pc2")
     meshcache.write_pc2(path, frames, start=1.0, rate=1.0)
@@ -106,7 +97,7 @@ def key_values(ps_ob, data) -> np.ndarray:
 def expected_values(ps_ob, data, space, p) -> np.ndarray:
     """g(p) as the data layer stores it: value_j = g_j(p) / s_j, s_j = max_i |x_ij| (clipped to the sliders)."""
     scales = np.asarray(data.load_info(ps_ob)["scales"], dtype=float)
-    limit = sys.modules[f"{EXT}.operators.pose_space.storage"].SLIDER_RANGE
+    limit = ext_module("operators.pose_space.storage").SLIDER_RANGE
     return np.clip(space.weights_at(np.asarray(p, dtype=float)) / scales, -limit, limit)
 
 
@@ -153,18 +144,18 @@ def test_registered(scene, draw):
     assert draw._handle is not None  # the draw handler registers headless (it only draws with a GPU)
     assert draw._on_frame_change in bpy.app.handlers.frame_change_post
     settings = scene.anim_signals.pose_space_canvas
-    assert settings.height == sys.modules[f"{EXT}.operators.pose_space.properties"].CANVAS_UNITS
+    assert settings.height == ext_module("operators.pose_space.properties").CANVAS_UNITS
     assert settings.sketch_frames == 0
     kc = bpy.context.window_manager.keyconfigs.addon
     if kc is not None:
-        km = kc.keymaps.get(sys.modules[f"{EXT}.operators.pose_space.canvas_view"].KEYMAP_NAME)
+        km = kc.keymaps.get(ext_module("operators.pose_space.canvas_view").KEYMAP_NAME)
         assert km is not None
         assert {k.idname for k in km.keymap_items} >= {"anim_signals.pose_space_canvas_press",
                                                        "anim_signals.pose_space_zoom", "anim_signals.pose_space_pan"}
 
 
 def test_disable_removes_handlers(scene, draw):
-    keymap = sys.modules[f"{EXT}.operators.pose_space.canvas_view"].KEYMAP_NAME
+    keymap = ext_module("operators.pose_space.canvas_view").KEYMAP_NAME
     addon_utils.disable(EXT, default_set=True)
     try:
         assert not hasattr(bpy.types, "ANIM_SIGNALS_OT_pose_space_navigate")

@@ -11,25 +11,20 @@ from __future__ import annotations
 import math
 import os
 import struct
-import sys
 
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import assert_same_state, make_armature, snapshot_all
+from _bl_helpers import assert_same_state, ext_module, make_armature, snapshot_all
+from test_pose_space import run, write_pc2
 
-EXT = "bl_ext.dev.anim_signals"
 PROP = "anim_signals_pose_space"
 AROUND, ALONG, LENGTH = 12, 10, 2.0
 
 
 @pytest.fixture
 def psd(extension):
-    return sys.modules[f"{EXT}.operators.pose_space"]
-
-
-def run(op: str, **kwargs):
-    return getattr(bpy.ops.anim_signals, op)("EXEC_DEFAULT", **kwargs)
+    return ext_module("operators.pose_space")
 
 
 def cylinder() -> tuple[np.ndarray, list[tuple[int, ...]]]:
@@ -57,14 +52,6 @@ def bent(rest: np.ndarray, angle: float, direction: float = 0.0) -> np.ndarray:
         bx = radius * (1.0 - np.cos(a)) + x * np.cos(a)
         bz = radius * np.sin(a) - x * np.sin(a)
     return np.column_stack([c * bx - s * y, s * bx + c * y, bz])
-
-
-def write_pc2(path, frames: np.ndarray) -> None:
-    n, v, _ = frames.shape
-    with open(path, "wb") as fh:
-        fh.write(b"POINTCACHE2\0")
-        fh.write(struct.pack("<iiffi", 1, v, 0.0, 1.0, n))
-        fh.write(np.ascontiguousarray(frames, dtype="<f4").tobytes())
 
 
 def read_pc2(path) -> tuple[float, np.ndarray]:
@@ -219,7 +206,7 @@ def test_gradient_space_refused_for_armatures_and_bad_meshes(scene, psd, tmp_pat
     # the gradient rows (9F + 3 per frame, six times the vertex values) are bounded before anything is read
     data = bending_frames(6)
     big = cached_cylinder(tmp_path, data.astype(np.float32), name="Big")
-    sources = sys.modules[f"{EXT}.operators.pose_space.sources"]
+    sources = ext_module("operators.pose_space.sources")
     limit = 6 * 3 * len(data[0]) + 1  # six frames of vertices fit, their gradient rows do not
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(sources, "MAX_VALUES", limit)
@@ -246,7 +233,7 @@ def test_gradient_space_refused_for_armatures_and_bad_meshes(scene, psd, tmp_pat
 def test_canvas_drag_poses_vertices_and_escape_puts_them_back(scene, psd, tmp_path):
     from test_pose_space_canvas import _free_xy, _view, ev, fake_op
 
-    pc = sys.modules[f"{EXT}.operators.pose_space.canvas_state"]
+    pc = ext_module("operators.pose_space.canvas_state")
     data = bending_frames(8)
     ob = cached_cylinder(tmp_path, data.astype(np.float32))
     assert run("build_pose_space", exact=True, shape_space="GRADIENT") == {"FINISHED"}

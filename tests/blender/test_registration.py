@@ -5,8 +5,7 @@ from __future__ import annotations
 import addon_utils
 import bpy
 from _bl_helpers import FakeLayout, make_object, run_fit
-
-EXT_MODULE = "bl_ext.dev.anim_signals"
+from conftest import EXT_MODULE
 
 
 def _menu_has_entry(menu) -> bool:

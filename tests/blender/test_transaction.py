@@ -3,18 +3,15 @@ operator leaves no new datablock and no changed value behind."""
 
 from __future__ import annotations
 
-import sys
-
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import assert_same_state, event, keyed, snapshot_all
-from conftest import EXT_MODULE
+from _bl_helpers import assert_same_state, event, ext_module, keyed, snapshot_all
 
 
 @pytest.fixture
 def tx_module(extension):
-    return sys.modules[f"{EXT_MODULE}.operators.common.transaction"]
+    return ext_module("operators.common.transaction")
 
 
 def _animated_empty(name: str = "Thing"):
@@ -84,7 +81,7 @@ def test_transactional_rolls_back_a_reported_cancel(scene, tx_module):
 
 def _stepwise_operator(fail_in: str):
     """A StepwiseOperator that creates an action in prepare and fails in ``fail_in``."""
-    common = sys.modules[f"{EXT_MODULE}.operators.common"]
+    common = ext_module("operators.common")
 
     class Operator(common.StepwiseOperator):
         def report(self, kinds, message):

@@ -30,6 +30,7 @@ MODULES = [
     "anim_signals.posespace.retime",
     "anim_signals.posespace.controls",
     "anim_signals.posespace.canvas",
+    "anim_signals.posespace.generated",
     "anim_signals.posespace.shapes",
     "anim_signals.posespace.render",
     "anim_signals.motiondb.graph",

@@ -232,16 +232,10 @@ def demo_biped(name: str):
 
 def wavy_flag(n_frames: int = 24, nx: int = 9):
     """A grid played by a Mesh Cache (PC2): three waves with different phases, a 2-D pose manifold
-    (the same family as tests/blender/test_pose_space_canvas.py's flag)."""
+    (``anim_signals.posespace.generated.wavy_flag``, as in tests/blender/test_pose_space_canvas.py)."""
     meshcache = sys.modules[f"{EXT_MODULE}.anim_signals.meshio.meshcache"]
-    xs, ys = np.meshgrid(np.linspace(-1.0, 1.0, nx), np.linspace(-1.0, 1.0, nx))
-    verts = np.column_stack([xs.ravel(), ys.ravel(), np.zeros(nx * nx)])
-    faces = [(i * nx + j, i * nx + j + 1, (i + 1) * nx + j + 1, (i + 1) * nx + j)
-             for i in range(nx - 1) for j in range(nx - 1)]
-    t = 2.0 * np.pi * np.arange(n_frames)[:, None] / n_frames
-    x, y = verts[None, :, 0], verts[None, :, 1]
-    frames = np.repeat(verts[None], n_frames, axis=0)
-    frames[:, :, 2] = 0.35 * np.sin(2.0 * x + t) + 0.2 * np.cos(1.5 * y - 2.0 * t) + 0.1 * x * y * np.sin(3.0 * t)
+    generated = sys.modules[f"{EXT_MODULE}.anim_signals.posespace.generated"]
+    verts, faces, frames = generated.wavy_flag(n_frames, nx)
     path = str(OUT / "flag.pc2")
     meshcache.write_pc2(path, frames, start=1.0, rate=1.0)
     me = bpy.data.meshes.new("Flag")
