@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bpy
 
+from ..operators.common.settings import draw_frame_range
 from ..operators.deformation_transfer.operators import (
     ANIM_SIGNALS_OT_transfer_add_marker_pair,
     ANIM_SIGNALS_OT_transfer_deformation,
@@ -54,11 +55,7 @@ class ANIM_SIGNALS_PT_deformation_transfer(bpy.types.Panel):
         else:
             self.draw_markers(layout.box(), s)
         col = layout.column()
-        col.prop(s, "range_mode")
-        if s.range_mode == "CUSTOM":
-            sub = col.column(align=True)
-            sub.prop(s, "frame_start")
-            sub.prop(s, "frame_end")
+        draw_frame_range(col, s)
         col.prop(s, "output")
         col.prop(s, "write_to")
         settings_button(layout, ANIM_SIGNALS_OT_transfer_deformation.bl_idname, s, TRANSFER_SETTINGS,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["as_keywords", "copy_collection", "fill_unset", "is_collection", "setting_names"]
+__all__ = ["as_keywords", "copy_collection", "draw_frame_range", "fill_unset", "is_collection", "setting_names"]
 
 
 def setting_names(mixin: type) -> tuple[str, ...]:
@@ -61,3 +61,13 @@ def fill_unset(op: Any, stored: Any, names: Iterable[str]) -> None:
             copy_collection(getattr(op, name), value)
         else:
             setattr(op, name, value)
+
+
+def draw_frame_range(layout: Any, settings: Any) -> None:
+    """Draw a tool's ``range_mode`` and, for a Custom range, its ``frame_start`` / ``frame_end``
+    (the same in an operator's redo panel and in the sidebar)."""
+    layout.prop(settings, "range_mode")
+    if settings.range_mode == "CUSTOM":
+        col = layout.column(align=True)
+        col.prop(settings, "frame_start")
+        col.prop(settings, "frame_end")

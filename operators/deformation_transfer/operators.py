@@ -14,6 +14,7 @@ from bpy.props import EnumProperty
 
 from ..common import SettingsOperator, StepwiseOperator, as_keywords, current_transaction, transactional
 from ..common.menus import add_to_menus, remove_from_menus
+from ..common.settings import draw_frame_range
 from .markers import add_marker_pair
 from .planning import TransferPlan, plan_transfer
 from .properties import MARKER_SETTINGS, TRANSFER_SETTINGS, MarkerSettings, TransferSettings
@@ -62,11 +63,7 @@ class ANIM_SIGNALS_OT_transfer_deformation(TransferSettings, StepwiseOperator, b
             layout.prop(self, "marker_source")
             layout.prop(self, "markers_file" if self.marker_source == "FILE" else "marker_prefix")
             layout.prop(self, "translation")
-        layout.prop(self, "range_mode")
-        if self.range_mode == "CUSTOM":
-            col = layout.column(align=True)
-            col.prop(self, "frame_start")
-            col.prop(self, "frame_end")
+        draw_frame_range(layout, self)
         layout.prop(self, "output")
         layout.prop(self, "write_to")
 

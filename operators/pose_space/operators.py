@@ -19,6 +19,7 @@ from ...anim_signals.posespace import resample_times, resampled_space
 from ..blender_data.frames import scene_fps
 from ..common import SettingsOperator, StepwiseOperator
 from ..common.polls import has_active_object
+from ..common.settings import draw_frame_range
 from ..common.transaction import transactional
 from .building import iter_build, write_build
 from .posing import MAX_SEQUENCE_FRAMES, bake_refusal, bake_space
@@ -83,11 +84,7 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
         layout.use_property_split = True
         layout.prop(self, "source")
         layout.prop(self, "shape_space")
-        layout.prop(self, "range_mode")
-        if self.range_mode == "CUSTOM":
-            col = layout.column(align=True)
-            col.prop(self, "frame_start")
-            col.prop(self, "frame_end")
+        draw_frame_range(layout, self)
         layout.prop(self, "frame_step")
         layout.prop(self, "exact")
         col = layout.column()
