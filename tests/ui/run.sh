@@ -10,7 +10,8 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-OUT="$REPO/out/ui"
+OUT="${ANIM_SIGNALS_UI_OUT:-$REPO/out/ui}"  # screenshots, result.json, the console log
+ONLY="${ANIM_SIGNALS_UI_ONLY:-}"  # comma-separated scenario names (tests/ui/scenarios); empty: all
 UI_TIMEOUT="${ANIM_SIGNALS_UI_TIMEOUT:-900}"  # seconds; the whole Blender run, a hang guard only
 # X display of the private Xvfb: X's abstract sockets are shared with the host, so a display number
 # already taken there must be avoided.
@@ -89,11 +90,11 @@ in_root xdotool getdisplaygeometry >/dev/null 2>&1 || { echo "Xvfb $UI_DISPLAY d
 t0=$SECONDS
 timeout -k 10 "$UI_TIMEOUT" chroot "$UI_ROOT" env -i PATH=/usr/bin:/bin HOME=/root DISPLAY="$UI_DISPLAY" \
     LIBGL_ALWAYS_SOFTWARE=1 PYTHONDONTWRITEBYTECODE=1 \
-    blender --factory-startup --python "$EXT_IN_ROOT/tests/ui/driver.py" -- --out "$OUT_IN_ROOT" \
+    blender --factory-startup --python "$EXT_IN_ROOT/tests/ui/driver.py" -- --out "$OUT_IN_ROOT" --only "$ONLY" \
     >"$OUT/blender.log" 2>&1
 blender_rc=$?
-echo "Blender ran $((SECONDS - t0)) s (exit $blender_rc); console: out/ui/blender.log"
-grep -E '^UI-(CHECK|RESULT)' "$OUT/blender.log"
+echo "Blender ran $((SECONDS - t0)) s (exit $blender_rc); console: $OUT/blender.log"
+grep -E '^UI-(SCENARIO|CHECK|RESULT)' "$OUT/blender.log"
 
 failed=0
 if [[ $blender_rc -ne 0 ]]; then echo "FAIL: Blender exited with $blender_rc"; failed=1; fi

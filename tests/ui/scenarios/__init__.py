@@ -1,0 +1,10 @@
+"""The real-window scenarios, one module per tool, run in this order by tests/ui/driver.py.
+
+Each module has ``run() -> Iterator[Wait]``: it builds its own data, acts through real X events,
+records checks with ``uikit.check`` and leaves the big area a 3D Viewport with the Signals tab open.
+"""
+
+SCENARIOS = (
+    "fit_spline",
+    "pose_space_mesh",
+)
