@@ -7,4 +7,9 @@ records checks with ``uikit.check`` and leaves the big area a 3D Viewport with t
 SCENARIOS = (
     "fit_spline",
     "pose_space_mesh",
+    "pose_space_armature",
+    "loop_blend_compare",
+    "motion_db",
+    "transfer",
+    "layout",  # last: it changes the UI scale and scrolls the sidebar (and puts both back)
 )
