@@ -27,7 +27,10 @@ fi
 command -v apt-cache >/dev/null && command -v apt-get >/dev/null \
     || cannot "no apt on this machine (the UI root is built with Debian's mmdebstrap)"
 if ! command -v mmdebstrap >/dev/null; then
-    apt-get install -y -q mmdebstrap >/dev/null 2>&1 || cannot "mmdebstrap is not installed and apt-get could not install it"
+    # A fresh machine may have empty package lists: update them once if the first install fails.
+    apt-get install -y -q mmdebstrap >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q mmdebstrap >/dev/null 2>&1; } \
+        || cannot "mmdebstrap is not installed and apt-get could not install it"
 fi
 
 # The machine's own Debian mirror: the one its apt already uses (and can reach).
@@ -53,7 +56,10 @@ PY="$(command -v python3)"
     || cannot "could not download the cma wheel with the host's pip"
 
 echo "building the $SUITE UI root in $PARTIAL from $MIRROR (a few minutes, once)"
-mmdebstrap --variant=apt --include="$PACKAGES" "$SUITE" "$PARTIAL" "$MIRROR"
+# One retry: a download cut off half-way should not fail the test run.
+mmdebstrap --variant=apt --include="$PACKAGES" "$SUITE" "$PARTIAL" "$MIRROR" \
+    || { echo "mmdebstrap failed; retrying once" >&2; rm -rf "$PARTIAL";
+         mmdebstrap --variant=apt --include="$PACKAGES" "$SUITE" "$PARTIAL" "$MIRROR"; }
 
 mkdir -p "$PARTIAL/tmp/wheels"
 cp "$WHEELS"/*.whl "$PARTIAL/tmp/wheels/"
