@@ -7,7 +7,8 @@ Run with the project's venv (it needs the ``bpy`` module for Blender's builder a
     .venv/bin/python scripts/build_extension.py --platform linux-x64  # only the Linux zip
 
 Steps:
-1. download the scipy (cp311, per platform) and cma (py3-none-any) wheels into ``wheels/``
+1. download the scipy and scikit-learn (cp311, per platform) and cma, joblib, threadpoolctl
+   (py3-none-any; scikit-learn's runtime dependencies) wheels into ``wheels/``
    (git-ignored; already present wheels are reused, nothing is downloaded again);
 2. copy the extension's source into a staging folder ``build/staging/anim_signals`` (respecting the
    manifest's ``paths_exclude_pattern``) whose ``blender_manifest.toml`` lists those wheels and the
@@ -37,6 +38,12 @@ DIST_DIR = ROOT / "dist"
 
 SCIPY_VERSION = "1.16.3"  # wheels for cp311 on all four platforms; works with numpy 1.26 (>=1.25.2)
 CMA_VERSION = "4.5.0"
+# scikit-learn (Isomap, LLE, t-SNE, kernel PCA for the spatial keyframes): 1.6.x has cp311 wheels on
+# all four platforms and needs numpy >= 1.19.5, so it runs on Blender's numpy 1.26; joblib and
+# threadpoolctl are its pure-Python runtime dependencies (Blender ships neither).
+SKLEARN_VERSION = "1.6.1"
+JOBLIB_VERSION = "1.6.0"
+THREADPOOLCTL_VERSION = "3.8.0"
 PY_VERSION = "3.11"
 ABI = "cp311"
 
@@ -52,6 +59,18 @@ PLATFORMS: dict[str, tuple[list[str], str]] = {
     "windows-x64": (["win_amd64"], f"scipy-{SCIPY_VERSION}-cp311-cp311-win_amd64.whl"),
 }
 CMA_GLOB = f"cma-{CMA_VERSION}-py3-none-any.whl"
+# Blender platform -> glob of the scikit-learn wheel (same pip platform tags as scipy's)
+SKLEARN_GLOBS: dict[str, str] = {
+    "linux-x64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-*manylinux*_x86_64.whl",
+    "macos-x64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-macosx_*_x86_64.whl",
+    "macos-arm64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-macosx_*_arm64.whl",
+    "windows-x64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-win_amd64.whl",
+}
+PURE_WHEELS: list[tuple[str, str]] = [  # (requirement, glob) of the py3-none-any wheels
+    (f"cma=={CMA_VERSION}", CMA_GLOB),
+    (f"joblib=={JOBLIB_VERSION}", f"joblib-{JOBLIB_VERSION}-py3-none-any.whl"),
+    (f"threadpoolctl=={THREADPOOLCTL_VERSION}", f"threadpoolctl-{THREADPOOLCTL_VERSION}-py3-none-any.whl"),
+]
 
 # Never copied into the staging folder, whatever the manifest says (build outputs, venvs, VCS).
 ALWAYS_EXCLUDE = ["/.git/", "/.venv*/", "/build/", "/dist/", "/wheels/", "__pycache__/", "*.pyc"]
@@ -108,7 +127,9 @@ def ensure_wheels(platforms: list[str]) -> list[Path]:
     """Return the wheels to bundle (downloading the missing ones into wheels/)."""
     WHEELS_DIR.mkdir(exist_ok=True)
     wheels = [fetch_wheel(f"scipy=={SCIPY_VERSION}", *PLATFORMS[plat]) for plat in platforms]
-    wheels.append(fetch_wheel(f"cma=={CMA_VERSION}", None, CMA_GLOB))
+    wheels += [fetch_wheel(f"scikit-learn=={SKLEARN_VERSION}", PLATFORMS[plat][0], SKLEARN_GLOBS[plat])
+               for plat in platforms]
+    wheels += [fetch_wheel(req, None, pattern) for req, pattern in PURE_WHEELS]
     return wheels
 
 

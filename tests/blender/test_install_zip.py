@@ -162,6 +162,9 @@ def test_zip_contents(linux_zip: Path) -> None:
     wheels = sorted(n for n in names if n.startswith("wheels/") and n.endswith(".whl"))
     assert any(n.startswith("wheels/scipy-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
     assert any(n.startswith("wheels/cma-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
+    assert any(n.startswith("wheels/scikit_learn-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
+    for dep in ("joblib", "threadpoolctl"):  # scikit-learn's runtime dependencies
+        assert any(n.startswith(f"wheels/{dep}-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
     assert len(wheels) == 2, f"only the Linux scipy wheel and cma belong in the Linux zip: {wheels}"
     assert 'platforms = ["linux-x64"]' in manifest
     # Development files stay out of the package.

@@ -44,6 +44,14 @@ MODULES = [
     "anim_signals.transfer.generated",
     "anim_signals.meshio.meshcache",
     "anim_signals.imaging.raster",
+    "anim_signals.spatialkeys.rotations",
+    "anim_signals.spatialkeys.distance",
+    "anim_signals.spatialkeys.projection",
+    "anim_signals.spatialkeys.selection",
+    "anim_signals.spatialkeys.backprojection",
+    "anim_signals.spatialkeys.temporal",
+    "anim_signals.spatialkeys.compaction",
+    "anim_signals.spatialkeys.generated",
 ]
 
 # The entry point of each tool, which must show how it is called.
@@ -63,6 +71,9 @@ ENTRY_POINTS = [
     ("anim_signals.meshio.meshcache", "read_pc2"),
     ("anim_signals.imaging.raster", "encode_png"),
     ("anim_signals.imaging.raster", "dendrogram_image"),
+    ("anim_signals.spatialkeys.compaction", "compact_clip"),
+    ("anim_signals.spatialkeys.backprojection", "fit_rotation_rbf"),
+    ("anim_signals.spatialkeys.backprojection", "optimise_projection"),
 ]
 
 

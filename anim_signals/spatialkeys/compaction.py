@@ -1,0 +1,290 @@
+"""Mocap compaction with spatial keyframes, and its comparison with temporal keyframes.
+
+Costa and Esperança, "Enhancing Spatial Keyframe Animations with Motion Capture", §3 and §5: a
+clip becomes its key poses plus the 2D projection of every frame (a trajectory); playing it back
+back-projects the trajectory through the RBF of the key poses. Sizes follow the seed's eqs. (2)-(4)
+(numbers stored; the root translation is left to a separate scheme, as in the seed), the error is
+eq. (1) summed over frames and divided by frames and joints ("error per frame per joint").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .backprojection import fit_rotation_rbf, optimise_projection
+from .distance import distance_matrix, joint_weights, pose_distance, pose_vectors
+from .projection import project
+from .rotations import as_matrices
+from .selection import select_keyframes
+from .temporal import TEMPORAL_SCHEMES, interpolate_temporal
+
+__all__ = ["SpatialKeyframeClip", "compact_clip", "compare_schemes", "error_per_frame_per_joint",
+           "spatial_size", "temporal_size", "uncompressed_size"]
+
+
+def uncompressed_size(n_frames: float, n_joints: int, header: float = 0.0) -> float:
+    """Eq. (2): ``m(f) = h + f (3 dof + 3)``, numbers stored for the full clip.
+
+    Three rotation angles per joint and the root's translation per frame.
+
+    Parameters
+    ----------
+    n_frames : float
+    n_joints : int
+        The seed's ``dof`` (31 for CMU).
+    header : float
+        ``h``, the skeleton description.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> uncompressed_size(100, 31)
+    9600.0
+    """
+    return float(header + n_frames * (3 * n_joints + 3))
+
+
+def temporal_size(n_frames: float, n_joints: int, ratio: float, header: float = 0.0) -> float:
+    """Eq. (3): ``c_t(f) = h + f (r_kf (3 dof + 1) + 3)``: keys with a frame index, root path.
+
+    Parameters
+    ----------
+    n_frames : float
+    n_joints : int
+    ratio : float
+        Keyframes per frame, ``r_kf``.
+    header : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(temporal_size(1e6, 31, 0.03) / uncompressed_size(1e6, 31), 4)  # the seed's 6.06 %
+    0.0606
+    """
+    return float(header + n_frames * (ratio * (3 * n_joints + 1) + 3))
+
+
+def spatial_size(n_frames: float, n_joints: int, ratio: float, header: float = 0.0) -> float:
+    """Eq. (4): ``c_skf(f) = h + f (r_kf (3 dof + 1) + 5)``: eq. (3) plus a 2D point per frame.
+
+    Parameters
+    ----------
+    n_frames : float
+    n_joints : int
+    ratio : float
+    header : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(spatial_size(1e6, 31, 0.03) / uncompressed_size(1e6, 31), 4)  # the seed's 8.15 %
+    0.0815
+    """
+    return float(header + n_frames * (ratio * (3 * n_joints + 1) + 5))
+
+
+def error_per_frame_per_joint(original: ArrayLike, reconstructed: ArrayLike,
+                              weights: ArrayLike | None = None) -> float:
+    """The seed's reconstruction error: eq. (1) summed over frames, over frames and joints.
+
+    Parameters
+    ----------
+    original, reconstructed : array_like, shape (N, J, 4) or (N, J, 3, 3)
+    weights : array_like, shape (J,), optional
+        Eq. (1)'s joint weights (the seed's: :func:`~anim_signals.spatialkeys.distance.joint_weights`).
+
+    Returns
+    -------
+    float
+        Weighted radians per frame per joint.
+
+    Examples
+    --------
+    >>> q = np.zeros((4, 2, 4)); q[..., 0] = 1.0
+    >>> error_per_frame_per_joint(q, q)
+    0.0
+    """
+    d = pose_distance(original, reconstructed, weights)
+    n, j = np.asarray(original).shape[:2]
+    return float(np.sum(d) / (n * j))
+
+
+@dataclass(frozen=True)
+class SpatialKeyframeClip:
+    """A clip compacted to spatial keyframes: key poses and a 2D point per frame.
+
+    Attributes
+    ----------
+    keys : ndarray of int, shape (M,)
+        Frames of the key poses.
+    key_rotations : ndarray, shape (M, J, 3, 3)
+    trajectory : ndarray, shape (N, 2)
+        Projection of every frame (key frames at their markers).
+    blend : str
+        Rotation blend of the back-projection.
+    """
+
+    keys: np.ndarray
+    key_rotations: np.ndarray
+    trajectory: np.ndarray
+    blend: str = "log"
+
+    @property
+    def markers(self) -> np.ndarray:
+        """The key poses' 2D points, (M, 2)."""
+        return self.trajectory[self.keys]
+
+    def reconstruct(self, points: ArrayLike | None = None) -> np.ndarray:
+        """Back-project the trajectory (or any points of the plane) to poses, (K, J, 3, 3)."""
+        rbf = fit_rotation_rbf(self.markers, self.key_rotations, blend=self.blend)
+        return rbf.evaluate(self.trajectory if points is None else points)
+
+    def size(self, header: float = 0.0) -> float:
+        """Numbers stored (eq. (4) with the clip's own key count)."""
+        n, m, j = len(self.trajectory), len(self.keys), self.key_rotations.shape[1]
+        return spatial_size(n, j, m / n, header)
+
+
+def compact_clip(rotations: ArrayLike, parents: Sequence[int] | None = None, *,
+                 ratio: float | None = 0.03, count: int | None = None, selection: str = "uniform",
+                 projection: str = "mds", first: str = "mds", optimise: bool = True, seed: int = 0,
+                 weights: ArrayLike | None = None, distances: ArrayLike | None = None,
+                 blend: str = "log", keep_moving: bool = False) -> SpatialKeyframeClip:
+    """Compact a clip to spatial keyframes (Costa and Esperança, Figures 3 and 4).
+
+    Parameters
+    ----------
+    rotations : array_like, shape (N, J, 4) or (N, J, 3, 3)
+        Local joint rotations per frame.
+    parents : sequence of int, optional
+        For the seed's joint weights; without it (and without ``weights``) all joints weigh 1.
+    ratio, count
+        Key count (:func:`~anim_signals.spatialkeys.selection.keyframe_count`); ``count`` wins
+        when given.
+    selection : {'uniform', 'scs', 'pb', 'rols'}
+    projection : str
+        ``pca``, ``mds``, ``force``, ``isomap``, ``lle``, ``tsne`` or ``rbfp`` (two-step, keys
+        projected with ``first``).
+    first : str
+        RBFP's first step.
+    optimise : bool
+        Apply Algorithm 1 (alpha = delta = 0.5) to the projection.
+    seed : int
+    weights : array_like, shape (J,), optional
+        Overrides the weights from ``parents``.
+    distances : array_like, shape (N, N), optional
+        Eq. (1) distances if already computed.
+    blend : {'log', 'matrix'}
+    keep_moving : bool
+        Algorithm 1 read as "descend until stuck" rather than the printed one step per frame
+        (:func:`~anim_signals.spatialkeys.backprojection.optimise_projection`).
+
+    Returns
+    -------
+    SpatialKeyframeClip
+
+    Examples
+    --------
+    >>> from anim_signals.spatialkeys.generated import articulated_chain
+    >>> c = articulated_chain(60, 3)
+    >>> sk = compact_clip(c.quaternions, c.parents, count=6)
+    >>> sk.trajectory.shape, len(sk.keys)
+    ((60, 2), 6)
+    """
+    mats = as_matrices(rotations)
+    w = (np.asarray(weights, dtype=float) if weights is not None
+         else joint_weights(parents) if parents is not None else np.ones(mats.shape[1]))
+    d = distance_matrix(mats, w) if distances is None else np.asarray(distances, dtype=float)
+    if count is not None:
+        ratio = None
+    keys = select_keyframes(selection, mats, ratio=ratio, count=count, weights=w, distances=d)
+    vectors = pose_vectors(mats, w) if projection in ("pca", "lle") or first in ("pca", "lle") else None
+    points = project(projection, distances=d, vectors=vectors, seed=seed, keys=keys, first=first)
+    if optimise:
+        points, _ = optimise_projection(points, keys, mats, w, blend=blend, keep_moving=keep_moving)
+    return SpatialKeyframeClip(keys, mats[keys], points, blend)
+
+
+def compare_schemes(rotations: ArrayLike, parents: Sequence[int] | None = None, *,
+                    ratio: float | None = 0.03, count: int | None = None,
+                    selections: Sequence[str] = ("uniform",),
+                    projections: Sequence[str] = ("mds", "tsne"), optimise: Sequence[bool] = (False, True),
+                    temporal: Sequence[str] = TEMPORAL_SCHEMES, seed: int = 0,
+                    header: float = 0.0, keep_moving: bool = False) -> list[dict]:
+    """Compact and reconstruct a clip with temporal and spatial schemes, side by side.
+
+    Parameters
+    ----------
+    rotations : array_like, shape (N, J, 4) or (N, J, 3, 3)
+    parents : sequence of int, optional
+    ratio, count
+        Key count.
+    selections : sequence of str
+    projections : sequence of str
+        Spatial schemes (``rbfp`` uses MDS as first step).
+    optimise : sequence of bool
+        Run each spatial scheme without and / or with Algorithm 1.
+    temporal : sequence of str
+        Temporal schemes (:data:`~anim_signals.spatialkeys.temporal.TEMPORAL_SCHEMES`).
+    seed : int
+    header : float
+        Header size for the size columns.
+    keep_moving : bool
+        Algorithm 1's reading (see :func:`compact_clip`).
+
+    Returns
+    -------
+    list of dict
+        One row per scheme: ``kind`` ('temporal' or 'spatial'), ``scheme``, ``selection``,
+        ``optimised``, ``keys``, ``size`` (eq. (3) or (4)), ``size_ratio`` (to eq. (2)),
+        ``error`` (per frame per joint).
+
+    Examples
+    --------
+    >>> from anim_signals.spatialkeys.generated import articulated_chain
+    >>> c = articulated_chain(50, 3)
+    >>> rows = compare_schemes(c.quaternions, c.parents, count=5, projections=("mds",))
+    >>> [r["scheme"] for r in rows]
+    ['linear', 'hermite', 'slerp', 'rbf', 'mds', 'mds']
+    """
+    mats = as_matrices(rotations)
+    n, j = mats.shape[:2]
+    w = joint_weights(parents) if parents is not None else np.ones(j)
+    d = distance_matrix(mats, w)
+    full = uncompressed_size(n, j, header)
+    frames = np.arange(n)
+    rows = []
+    for sel in selections:
+        keys = select_keyframes(sel, mats, ratio=None if count is not None else ratio, count=count,
+                                weights=w, distances=d)
+        r_kf = len(keys) / n
+        for scheme in temporal:
+            rec = interpolate_temporal(scheme, keys, mats[keys], frames)
+            size = temporal_size(n, j, r_kf, header)
+            rows.append({"kind": "temporal", "scheme": scheme, "selection": sel, "optimised": False,
+                         "keys": len(keys), "size": size, "size_ratio": size / full,
+                         "error": error_per_frame_per_joint(mats, rec, w)})
+        for proj in projections:
+            vectors = pose_vectors(mats, w) if proj in ("pca", "lle") else None
+            base = project(proj, distances=d, vectors=vectors, seed=seed, keys=keys)
+            for opt in optimise:
+                pts = optimise_projection(base, keys, mats, w, keep_moving=keep_moving)[0] if opt else base
+                sk = SpatialKeyframeClip(keys, mats[keys], pts)
+                size = sk.size(header)
+                rows.append({"kind": "spatial", "scheme": proj, "selection": sel, "optimised": bool(opt),
+                             "keys": len(keys), "size": size, "size_ratio": size / full,
+                             "error": error_per_frame_per_joint(mats, sk.reconstruct(), w)})
+    return rows
