@@ -162,8 +162,9 @@ class ANIM_SIGNALS_OT_pose_space_canvas_press(bpy.types.Operator):
             return {"PASS_THROUGH"}
         ob, space, rect = hit
         xy = (event.mouse_region_x, event.mouse_region_y)
-        if event.shift:
-            bpy.ops.anim_signals.pose_space_sketch("INVOKE_DEFAULT", start_drag=True)
+        if event.shift:  # with the sidebar's Sketch Frames, as the Sketch button passes it
+            frames = int(context.scene.anim_signals.pose_space_canvas.sketch_frames)
+            bpy.ops.anim_signals.pose_space_sketch("INVOKE_DEFAULT", start_drag=True, frames=frames)
             return {"FINISHED"}
         view = view_for(state_of(ob), space, rect)
         _, scale = ui_metrics(context)

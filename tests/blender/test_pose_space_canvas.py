@@ -844,3 +844,21 @@ def test_canvas_region_of_a_real_viewport(scene, pc):
             assert pc.canvas_region(bpy.context) == sidebar
     finally:
         space.show_region_ui = shown
+
+
+def test_shift_press_sketches_with_the_sidebars_sketch_frames(scene, data, tmp_path, pc, monkeypatch):
+    """Shift-drag on the canvas makes a sequence of the sidebar's Sketch Frames, as the Sketch button
+    does (the press dispatcher used to start the sketch with 0 = as many frames as before; found in
+    the real window, tests/ui/scenarios/pose_space_mesh.py)."""
+    ps_ob, space = make_space(data, tmp_path)
+    canvas_view = ext_module("operators.pose_space.canvas_view")
+    started: list = []
+    fake_bpy = types.SimpleNamespace(ops=types.SimpleNamespace(anim_signals=types.SimpleNamespace(
+        pose_space_sketch=lambda how, **props: started.append((how, props)) or {"RUNNING_MODAL"})))
+    monkeypatch.setattr(canvas_view, "bpy", fake_bpy)
+    monkeypatch.setattr(canvas_view, "_canvas_under_mouse", lambda context, event: (ps_ob, space, RECT))
+    bpy.context.scene.anim_signals.pose_space_canvas.sketch_frames = 40
+    press = canvas_view.ANIM_SIGNALS_OT_pose_space_canvas_press
+    result = press.invoke(types.SimpleNamespace(), bpy.context, ev("LEFTMOUSE", "PRESS", (50.0, 60.0), shift=True))
+    assert result == {"FINISHED"}
+    assert started == [("INVOKE_DEFAULT", {"start_drag": True, "frames": 40})]
