@@ -143,7 +143,12 @@ def plan_blend(
         if not moving_channels(c).any():
             raise MotionInputError(f'Nothing moves in "{act.name}" (its {len(keys)} common channel(s) are constant): nothing to blend')
 
-    travel = travel_channels(user_a, specs) if user_a is not None else []
+    # The root's travel needs a rig to tell which location axes are horizontal: A's player, else
+    # B's (an action kept by a fake user only, as Make Cyclic's Keep Original leaves it, has none),
+    # else the active object when it can play the channels. Without it the travel is blended as
+    # shape and the blend walks further than both sources.
+    rig = user_a or user_b or id_playing_paths(ob, [k[0] for k in keys])
+    travel = travel_channels(rig, specs) if rig is not None else []
     travel = sorted(set(select_travel(curve_a, travel)) | set(select_travel(curve_b, travel)))
     a = Clip(a_act, curves_a, frames_a, values_a, curve_a, all(has_cycles(fc) for fc in curves_a), user_a)
     b = Clip(b_act, curves_b, frames_b, values_b, curve_b, all(has_cycles(fc) for fc in curves_b), user_b)

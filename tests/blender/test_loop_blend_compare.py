@@ -365,6 +365,30 @@ def test_blend_half_lies_between_and_is_assigned(scene):
             np.testing.assert_array_equal(arr, after[k])
 
 
+def test_blend_of_an_unassigned_walk_travels_as_far_as_its_sources(scene):
+    """Action A played by no object (as Make Cyclic's Keep Original leaves it): the root's travel is
+    still found (on B's player) and blended as a trend, so the blend walks as far as both sources
+    and stays between them (issue 16, found in the real window: it walked 16 % further)."""
+    a_ob, frames = make_walker("A", n_frames=50, speed=0.05)
+    stretch = 79.0 / 49.0  # B: the same walk, slower and calmer, over 80 frames, as far
+    b_ob, _ = make_walker("B", n_frames=80, speed=0.05 / stretch, period=PERIOD * stretch, amp=0.4)
+    a, b = a_ob.animation_data.action, b_ob.animation_data.action
+    a.name, b.name = "WalkA", "WalkB"
+    a.use_fake_user = b.use_fake_user = True
+    a_ob.animation_data.action = None  # A kept by its fake user only: B's player tells the travel
+    ax = next(fc for fc in action_fcurves_all(a) if (fc.data_path, fc.array_index) == ("location", 0))
+    u = np.linspace(0.0, 1.0, 65)
+    for players in ("B plays B", "nothing plays A or B"):
+        assert run("blend_actions", action_a="WalkA", action_b="WalkB", weight=0.5, cyclic="OPEN", assign=False) == {"FINISHED"}
+        made = bpy.data.actions[scene.anim_signals.last_blend.action_names]
+        name = f"{made.name} ({players})"
+        lx = next(fc for fc in action_fcurves_all(made) if (fc.data_path, fc.array_index) == ("location", 0))
+        first, last = evaluate(lx, [1, 65])
+        assert last - first == pytest.approx(0.05 * 49, abs=1e-3), name
+        np.testing.assert_allclose(evaluate(lx, 1 + 64 * u), evaluate(ax, 1 + 49 * u), atol=0.03, err_msg=name)
+        b_ob.animation_data.action = None  # then neither is played: the active object (A) tells it
+
+
 @pytest.mark.skipif(not IS_SLOTTED, reason="slotted actions exist from Blender 4.4")
 def test_blend_assignment_refused_is_a_warning(scene, lbc):
     a_ob, b_ob, a, b, frames = _amp_pair(scene)
