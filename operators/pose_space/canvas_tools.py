@@ -461,6 +461,11 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
     _offset: Any = None
     _live: Any = None
 
+    def invoke(self, context, event):
+        if self.clear:  # the Clear Pins button: nothing to drag, clear at once
+            return self.execute(context)
+        return _CanvasDrag.invoke(self, context, event)
+
     @transactional
     def execute(self, context):
         ob, space = space_or_report(self, context)

@@ -862,3 +862,21 @@ def test_shift_press_sketches_with_the_sidebars_sketch_frames(scene, data, tmp_p
     result = press.invoke(types.SimpleNamespace(), bpy.context, ev("LEFTMOUSE", "PRESS", (50.0, 60.0), shift=True))
     assert result == {"FINISHED"}
     assert started == [("INVOKE_DEFAULT", {"start_drag": True, "frames": 40})]
+
+
+def test_clear_pins_button_clears_at_once(scene, data, tmp_path, pc, monkeypatch):
+    """The panel's Clear Pins button (pin with clear=True) clears the pins when pressed in a window;
+    it used to start the drag tool, which waited for a press on the canvas and cleared nothing
+    (found in the real window, tests/ui/scenarios/pose_space_armature.py)."""
+    ps_ob, space = make_space(data, tmp_path)
+    data.save_space(ps_ob, space.with_pins({2: space.positions[2] + 0.1}))
+    assert data.load_space(ps_ob).pins
+    canvas_tools = ext_module("operators.pose_space.canvas_tools")
+    # a window session (bpy.app.background is read-only): the button invokes, it does not execute
+    monkeypatch.setattr(canvas_tools, "bpy", types.SimpleNamespace(app=types.SimpleNamespace(background=False)))
+    area, main, sidebar = _viewport_area()
+    ctx, handlers = _button_context(area, main)
+    ctx.window = object()
+    op = fake_op("pose_space_pin", ps_ob, data.load_space(ps_ob), clear=True, frame=-1)
+    assert op.invoke(ctx, _window_event("LEFTMOUSE", "RELEASE", (0, 0), sidebar, main)) == {"FINISHED"}, op.reports
+    assert not handlers and not data.load_space(ps_ob).pins
