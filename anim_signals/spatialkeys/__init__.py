@@ -24,11 +24,15 @@ compaction
     Sizes (eqs. 2-4), error per frame per joint, compact / reconstruct, scheme comparison.
 generated
     Generated clips (a chain, a biped) for tests and examples.
+bvh
+    A small BVH reader (joint rotations, hierarchy, offsets), so the core runs on mocap files
+    without Blender.
 
 Nothing here imports bpy; scikit-learn is imported only inside the projections that use it.
 """
 
 from .backprojection import BLENDS, RotationRBF, fit_rotation_rbf, optimise_projection
+from .bvh import BvhClip, parse_bvh, read_bvh
 from .compaction import (
     SpatialKeyframeClip,
     compact_clip,
@@ -85,13 +89,13 @@ from .temporal import TEMPORAL_SCHEMES, interpolate_temporal
 
 __all__ = [
     "BLENDS", "PROJECTIONS", "SEGMENT_WEIGHTS", "SELECTIONS", "TEMPORAL_SCHEMES",
-    "GeneratedClip", "RotationRBF", "SpatialKeyframeClip",
+    "BvhClip", "GeneratedClip", "RotationRBF", "SpatialKeyframeClip",
     "articulated_chain", "as_matrices", "as_quaternions", "canonical_rotations", "classical_mds",
     "compact_clip", "compare_schemes", "distance_matrix", "distances_to", "error_per_frame_per_joint",
     "exp_map", "feature_distance_matrix", "fit_rotation_rbf", "force_scheme", "forward_kinematics",
     "generated_biped", "hemisphere_align", "interpolate_temporal", "isomap_projection", "joint_weights",
-    "keyframe_count", "lle_projection", "log_map", "optimise_projection", "pb_keys", "pca_projection",
-    "pose_distance", "pose_vectors", "project", "project_to_rotation", "rbf_projection", "rbfp",
+    "keyframe_count", "lle_projection", "log_map", "optimise_projection", "parse_bvh", "pb_keys", "pca_projection",
+    "pose_distance", "pose_vectors", "project", "project_to_rotation", "rbf_projection", "rbfp", "read_bvh",
     "rols_keys", "scs_keys", "select_keyframes", "separate_coincident", "slerp_quaternions",
     "spatial_size", "temporal_size", "tsne_projection", "uncompressed_size", "uniform_keys",
 ]

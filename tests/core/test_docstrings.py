@@ -52,6 +52,7 @@ MODULES = [
     "anim_signals.spatialkeys.temporal",
     "anim_signals.spatialkeys.compaction",
     "anim_signals.spatialkeys.generated",
+    "anim_signals.spatialkeys.bvh",
 ]
 
 # The entry point of each tool, which must show how it is called.
