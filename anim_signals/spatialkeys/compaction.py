@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .backprojection import fit_rotation_rbf, optimise_projection
+from .backprojection import RotationRBF, fit_rotation_rbf, optimise_projection
 from .distance import distance_matrix, joint_weights, pose_distance, pose_vectors
 from .projection import project
-from .rotations import as_matrices
+from .rotations import as_matrices, as_quaternions
 from .selection import select_keyframes
 from .temporal import TEMPORAL_SCHEMES, interpolate_temporal
 
@@ -147,15 +147,33 @@ class SpatialKeyframeClip:
         """The key poses' 2D points, (M, 2)."""
         return self.trajectory[self.keys]
 
+    def rbf(self) -> RotationRBF:
+        """The back-projection through the markers; fit once and keep it for live posing."""
+        return fit_rotation_rbf(self.markers, self.key_rotations, blend=self.blend)
+
     def reconstruct(self, points: ArrayLike | None = None) -> np.ndarray:
         """Back-project the trajectory (or any points of the plane) to poses, (K, J, 3, 3)."""
-        rbf = fit_rotation_rbf(self.markers, self.key_rotations, blend=self.blend)
-        return rbf.evaluate(self.trajectory if points is None else points)
+        return self.rbf().evaluate(self.trajectory if points is None else points)
 
     def size(self, header: float = 0.0) -> float:
         """Numbers stored (eq. (4) with the clip's own key count)."""
         n, m, j = len(self.trajectory), len(self.keys), self.key_rotations.shape[1]
         return spatial_size(n, j, m / n, header)
+
+    def to_dict(self) -> dict:
+        """Plain lists and strings (for ID properties or JSON); :meth:`from_dict` restores it."""
+        return {"keys": [int(k) for k in self.keys],
+                "key_rotations": as_quaternions(self.key_rotations).reshape(-1).tolist(),
+                "n_joints": int(self.key_rotations.shape[1]),
+                "trajectory": self.trajectory.reshape(-1).tolist(), "blend": self.blend}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SpatialKeyframeClip:
+        """The clip saved by :meth:`to_dict` (rotations stored as quaternions, exact to rounding)."""
+        keys = np.asarray(data["keys"], dtype=int)
+        q = np.asarray(data["key_rotations"], dtype=float).reshape(len(keys), int(data["n_joints"]), 4)
+        traj = np.asarray(data["trajectory"], dtype=float).reshape(-1, 2)
+        return cls(keys, as_matrices(q), traj, str(data.get("blend", "log")))
 
 
 def compact_clip(rotations: ArrayLike, parents: Sequence[int] | None = None, *,

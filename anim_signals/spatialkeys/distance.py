@@ -132,6 +132,8 @@ def pose_distance(a: ArrayLike, b: ArrayLike, weights: ArrayLike | None = None) 
 def distance_matrix(rotations: ArrayLike, weights: ArrayLike | None = None) -> np.ndarray:
     """All pairwise eq. (1) distances between the frames of a clip.
 
+    Time O(N^2 J), memory a few N x N float arrays (about 0.2 GB at 3,000 frames).
+
     Parameters
     ----------
     rotations : array_like, shape (N, J, 4) or (N, J, 3, 3)

@@ -454,3 +454,16 @@ def test_real_clip_spatial_keys_beat_slerp_after_algorithm1():
                            optimise=(False, True), keep_moving=True)
     plain, optimised = (r["error"] for r in rows)
     assert optimised < plain and optimised < 0.8 * slerp
+
+
+def test_compacted_clip_survives_a_plain_dict_round_trip():
+    import json
+
+    from anim_signals.spatialkeys import SpatialKeyframeClip
+
+    clip = articulated_chain(40, 3, seed=8)
+    sk = compact_clip(clip.quaternions, clip.parents, count=6, projection="force")
+    back = SpatialKeyframeClip.from_dict(json.loads(json.dumps(sk.to_dict())))
+    np.testing.assert_array_equal(back.keys, sk.keys)
+    np.testing.assert_allclose(back.reconstruct(), sk.reconstruct(), atol=1e-12)
+    assert back.size() == sk.size()
