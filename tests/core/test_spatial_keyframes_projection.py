@@ -298,3 +298,12 @@ def test_without_sklearn_a_clear_error_and_the_hand_written_methods_still_work(m
         project("tsne", distances=d)
     y = project("rbfp", distances=d, keys=[0, 20, 40, 59], first="force")
     assert y.shape == (60, 2) and np.all(np.isfinite(y))
+
+
+def test_modified_lle_option(chain):
+    _, _, _, v = chain
+    y = project("lle", vectors=v)
+    from anim_signals.spatialkeys import lle_projection
+
+    ym = lle_projection(v, method="modified")
+    assert ym.shape == y.shape and np.all(np.isfinite(ym)) and not np.allclose(np.abs(ym), np.abs(y))
