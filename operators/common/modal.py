@@ -62,6 +62,18 @@ class SettingsOperator:
         return self.execute(context)  # type: ignore[attr-defined]
 
 
+def _redraw_window(context) -> None:
+    """Tag every area of the window for a redraw, so the sidebars show the run's end (results, or
+    the state before a cancelled run) at once: the scene properties a modal run writes send no
+    notifier, and the sidebar kept showing the state from before the run until something else
+    redrew it (issue 16, found in the real window with Compare). The redraw happens after the
+    modal handler returns, so after ``finish`` has written the results."""
+    window = getattr(context, "window", None)
+    screen = window.screen if window is not None else None
+    for area in screen.areas if screen is not None else ():
+        area.tag_redraw()
+
+
 class StepwiseOperator(SettingsOperator):
     """Operator mixin for long work: a generator of progress fractions, modal with Esc in a window."""
 
@@ -182,6 +194,7 @@ class StepwiseOperator(SettingsOperator):
         return {"RUNNING_MODAL"}
 
     def _cleanup(self, context) -> None:
+        _redraw_window(context)
         wm = context.window_manager
         if self._timer is not None:
             wm.event_timer_remove(self._timer)

@@ -554,6 +554,43 @@ def test_compare_modal_steps_and_escape_cancels(scene, tmp_path):
     assert scene.anim_signals.last_compare.valid and png.exists()
 
 
+class _TaggedArea:
+    tagged = 0
+
+    def tag_redraw(self):
+        self.tagged += 1
+
+
+class _WindowContext:
+    """bpy.context with a window whose screen has one stand-in area (headless Blender has no window)."""
+
+    def __init__(self, area):
+        self.window = types.SimpleNamespace(screen=types.SimpleNamespace(areas=[area]))
+
+    def __getattr__(self, name):
+        return getattr(bpy.context, name)
+
+
+def test_compare_modal_end_redraws_the_window(scene, tmp_path):
+    """The sidebar shows the results (or the state kept by Esc) as soon as the modal run ends: the
+    scene properties it writes send no notifier (issue 16, found in the real window: the Compare
+    panel was not redrawn after the run)."""
+    _two_kinds()
+    cls = bpy.types.ANIM_SIGNALS_OT_compare_actions
+    for end in ("finished", "esc"):
+        area = _TaggedArea()
+        op = StepwiseDriver(cls, bpy.context, n_samples=30, image_path=str(tmp_path / f"{end}.png"))
+        context = _WindowContext(area)
+        assert op.modal(context, event("TIMER")) == {"RUNNING_MODAL"}
+        assert area.tagged == 0
+        if end == "esc":
+            assert op.modal(context, event("ESC", "PRESS")) == {"CANCELLED"}
+        else:
+            assert op.run_to_end(context, limit=1000) == {"FINISHED"}
+            assert scene.anim_signals.last_compare.valid
+        assert area.tagged >= 1, end
+
+
 def _draw(panel_name, scene):
     calls: list = []
     panel_cls = getattr(bpy.types, panel_name)
