@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import bpy
 
-from . import deformation_transfer, fit_spline, loop_blend_compare, motion_db, pose_space, scene_settings
+from . import (
+    deformation_transfer,
+    fit_spline,
+    loop_blend_compare,
+    motion_db,
+    pose_space,
+    scene_settings,
+    spatial_keyframes,
+)
 
 # Registration order; a new tool package is added here.
-TOOLS = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer)
+TOOLS = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer, spatial_keyframes)
 
 
 def register() -> None:

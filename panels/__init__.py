@@ -4,9 +4,9 @@
 Imported from the extension's ``register()`` only (submodules import bpy).
 """
 
-from . import deformation_transfer, fit_spline, loop_blend_compare, motion_db, pose_space
+from . import deformation_transfer, fit_spline, loop_blend_compare, motion_db, pose_space, spatial_keyframes
 
-_modules = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer)
+_modules = (fit_spline, loop_blend_compare, pose_space, motion_db, deformation_transfer, spatial_keyframes)
 
 
 def register() -> None:

@@ -18,6 +18,8 @@ One module per kind of data:
 ``frames``          the scene's frame rate; visiting other frames and restoring the current one
 ``armatures``       bones, armatures playing an action, world-space joints (in cm), pose-bone
                     channels, pose writing and restoring, travel channels
+``bone_rotations``  every bone's local rotation per frame as quaternions (any rotation mode),
+                    posing bones from quaternions, rotation curves written in each bone's mode
 ``shape_keys``      shape-key curves, coordinates, blending and values (set and restored),
                     vertex animation as one key per frame
 ``vertex_groups``   vertex-group members, selected vertices, adding groups (Object / Edit Mode)
@@ -34,6 +36,7 @@ A module imports only modules above it in the table (``channels``, ``fcurves``, 
 from . import (
     actions,
     armatures,
+    bone_rotations,
     channels,
     fcurves,
     frames,

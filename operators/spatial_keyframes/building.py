@@ -1,0 +1,161 @@
+"""Building spatial keyframes from a plan (the core's compaction, one stage per step so a modal run
+can show progress and stop between stages), and writing the result: the model on the object, and
+for a compaction the action rewritten as key poses + 2D trajectory played back.
+
+The stages are exactly those of :func:`anim_signals.spatialkeys.compact_clip` (same functions,
+arguments and defaults: seed 0, the log blend, RBFP's MDS first step), so the stored model is the
+core's; the comparison is :func:`anim_signals.spatialkeys.compare_schemes` at the same keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...anim_signals.spatialkeys import (
+    TEMPORAL_SCHEMES,
+    SpatialKeyframeClip,
+    as_matrices,
+    as_quaternions,
+    compare_schemes,
+    distance_matrix,
+    error_per_frame_per_joint,
+    joint_weights,
+    optimise_projection,
+    pose_vectors,
+    project,
+    select_keyframes,
+    uncompressed_size,
+)
+from ..blender_data.actions import assign_action, copy_action, get_action, slot_identifier
+from ..blender_data.bone_rotations import write_rotation_curves
+from ..common.transaction import current_transaction
+from .sources import BuildPlan, distinct_poses
+from .storage import store_model
+
+__all__ = ["COMPACT_SUFFIX", "BuildSummary", "iter_build", "write_build"]
+
+COMPACT_SUFFIX = ".skc"
+"""Name suffix of the action Compact Action writes: ``"<action>.skc"``."""
+BLEND = "log"
+SEED = 0
+
+
+@dataclass
+class BuildSummary:
+    """What a build or compaction made, for the report and the scene's result."""
+
+    compacted: bool
+    object_name: str
+    action_name: str
+    frames: int
+    markers: int
+    joints: int
+    error: float
+    size: float
+    size_ratio: float
+    written_action: str = ""
+    best_temporal: str = ""
+    best_temporal_error: float = 0.0
+    seconds: float = 0.0
+    rows: list[dict] = field(default_factory=list)
+
+    def message(self) -> str:
+        text = (f'Spatial keyframes of "{self.action_name}" on "{self.object_name}": {self.markers} markers, '
+                f"{self.frames} frames, {self.joints} joints, error {self.error:.4g} per frame per joint")
+        if not self.compacted:
+            return text
+        text += (f'; wrote "{self.written_action}": size {self.size:.0f} numbers ({100 * self.size_ratio:.1f} % of '
+                 "the clip)")
+        temporal = [r for r in self.rows if r["kind"] == "temporal"]
+        if temporal:
+            text += "; temporal at the same keys: " + ", ".join(f"{r['scheme']} {r['error']:.4g}" for r in temporal)
+        return text
+
+
+def iter_build(plan: BuildPlan) -> Iterator[float]:
+    """Run the build's stages, yielding the fraction done after each; fills ``plan.clip``,
+    ``plan.error`` (and for a compaction ``plan.rows`` and ``plan.reconstructed``). Writes nothing."""
+    rot = plan.rotations
+    mats = as_matrices(rot.quaternions)
+    weights = joint_weights(rot.parents)
+    yield 0.05
+    distances = distance_matrix(mats, weights)
+    yield 0.3
+    keys = select_keyframes(plan.selection, mats, count=plan.count, weights=weights, distances=distances)
+    if distinct_poses(rot.quaternions[keys]) < len(keys):
+        plan.warnings.append("Some key poses repeat the same pose (e.g. a loop's first and last frame): their markers "
+                             "sit almost on one point")
+    yield 0.4
+    needs_vectors = plan.projection in ("pca", "lle")
+    vectors = pose_vectors(mats, weights) if needs_vectors else None
+    points = project(plan.projection, distances=distances, vectors=vectors, seed=SEED, keys=keys, first="mds")
+    yield 0.6
+    if plan.optimise:
+        points, _ = optimise_projection(points, keys, mats, weights, blend=BLEND)
+        yield 0.85
+    plan.clip = SpatialKeyframeClip(keys, mats[keys], points, BLEND)
+    reconstructed = plan.clip.reconstruct()
+    plan.error = error_per_frame_per_joint(mats, reconstructed, weights)
+    yield 0.9
+    if plan.compact:
+        plan.reconstructed = as_quaternions(reconstructed)
+        plan.rows = compare_schemes(rot.quaternions, rot.parents, count=plan.count, selections=(plan.selection,),
+                                    projections=(), temporal=TEMPORAL_SCHEMES, seed=SEED)
+    yield 1.0
+
+
+def _summary(plan: BuildPlan) -> BuildSummary:
+    clip = plan.clip
+    n, j = clip.trajectory.shape[0], clip.key_rotations.shape[1]
+    size = clip.size()
+    s = BuildSummary(compacted=plan.compact, object_name=plan.object_name, action_name=plan.action_name, frames=n,
+                     markers=len(clip.keys), joints=j, error=plan.error, size=size,
+                     size_ratio=size / uncompressed_size(n, j))
+    if plan.compact:
+        spatial = {"kind": "spatial", "scheme": plan.projection, "selection": plan.selection,
+                   "optimised": plan.optimise, "keys": len(clip.keys), "size": size, "size_ratio": s.size_ratio,
+                   "error": plan.error}
+        s.rows = [*plan.rows, spatial]
+        best = min(plan.rows, key=lambda r: r["error"])
+        s.best_temporal, s.best_temporal_error = best["scheme"], float(best["error"])
+    return s
+
+
+def write_build(plan: BuildPlan) -> BuildSummary:
+    """Store the model on the armature; for a compaction also copy its action as
+    ``"<action>.skc"`` with every animated rotation curve replaced by the played-back clip (one
+    LINEAR key per frame; root location, constant channels and object transforms copied as they
+    are) and assign it (the original keeps a fake user). Part of the running transaction."""
+    ob = plan.ob
+    rot = plan.rotations
+    clip = plan.clip
+    store_model(ob, clip, {
+        "action": plan.action_name,
+        "frame_start": int(rot.frames[0]), "frame_end": int(rot.frames[-1]),
+        "bones": list(rot.names), "parents": [int(p) for p in rot.parents], "modes": list(rot.modes),
+        "projection": plan.projection, "selection": plan.selection, "optimised": plan.optimise,
+        "error": float(plan.error),
+    })
+    summary = _summary(plan)
+    if plan.compact:
+        assert plan.reconstructed is not None
+        original: Any = get_action(ob)
+        tx = current_transaction()
+        tx.keep_action(ob)
+        slot = slot_identifier(ob)
+        written = copy_action(original, original.name + COMPACT_SUFFIX)
+        assign_action(ob, written, slot)
+        write_rotation_curves(ob, written, rot, plan.reconstructed)
+        summary.written_action = written.name
+    return summary
+
+
+def reconstruction_error(plan: BuildPlan, quaternions: np.ndarray) -> float:
+    """Error per frame per joint of other rotations of the plan's frames ((N, J, 4), e.g. read back
+    from the written action) against the original, with the seed's joint weights."""
+    rot = plan.rotations
+    return error_per_frame_per_joint(rot.quaternions, quaternions, joint_weights(rot.parents))
