@@ -33,10 +33,15 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
                          [--markers MARKERS.yml | --marker-prefix P]
                          [--examples-source OBJ_OR_DIR... --examples-target OBJ_OR_DIR... | --pairs SRC:TGT,...]
                          [--frames START END] [--pc2 OUT.pc2] [--out OUT.blend]
+``cli/spatial_keyframes.py``
+    sk-compact FOLDER|FILES... [--out DIR] [--ratio 0.03] [--selection uniform,scs,pb,rols|all]
+                         [--projection pca,mds,force,isomap,lle,tsne,rbfp|all] [--optimise/--no-optimise]
+                         [--keep-moving] [--seed 0]
 
-Every command enables the extension and calls its operators (``bpy.ops.anim_signals.*``, the ones the
-UI uses); ``cli/common.py`` holds what they share. Every option value, input file and output path is
-checked before Blender loads anything (``cli/values.py``, ``cli/inputs.py``, ``cli/outputs.py``), and
+Every command but ``sk-compact`` enables the extension and calls its operators (``bpy.ops.anim_signals.*``,
+the ones the UI uses); ``sk-compact`` does not start Blender (it reads BVH with the core's reader and calls
+``anim_signals.spatialkeys`` directly). ``cli/common.py`` holds what they share. Every option value, input
+file and output path is checked before Blender loads anything (``cli/values.py``, ``cli/inputs.py``, ``cli/outputs.py``), and
 outputs are written under a temporary name and renamed at the end.
 
 Exit codes (``cli/errors.py``, the same for every command): 0 success; 2 the command line or a file it
@@ -52,12 +57,12 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # blender --python: scripts/ is not on the path
-from cli import fit_spline, loop_blend_compare, motion_db, pose_space, transfer  # noqa: E402
+from cli import fit_spline, loop_blend_compare, motion_db, pose_space, spatial_keyframes, transfer  # noqa: E402
 from cli.common import debugging  # noqa: E402
 from cli.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_UNUSABLE, CliError  # noqa: E402
 
 COMMANDS = [*fit_spline.PARSERS, *loop_blend_compare.PARSERS, *pose_space.PARSERS, *motion_db.PARSERS,
-            *transfer.PARSERS]
+            *transfer.PARSERS, *spatial_keyframes.PARSERS]
 
 
 def build_parser():
