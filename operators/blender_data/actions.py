@@ -474,3 +474,17 @@ def store_on_actions(actions: Sequence[Any], prop: str, values: Sequence[int]) -
         else:
             skipped.append((action, int(value)))
     return skipped
+
+
+def find_action(name: str) -> bpy.types.Action | None:
+    """The action named ``name`` in the file, or None."""
+    return bpy.data.actions.get(name)
+
+
+def remove_if_unused(action: bpy.types.Action) -> bool:
+    """Delete ``action`` when nothing uses it (no users, no fake user) and it is local; True if
+    deleted. A transaction cannot bring it back: call it last, once nothing can fail."""
+    if action.users == 0 and not action.use_fake_user and action.library is None:
+        bpy.data.actions.remove(action)
+        return True
+    return False

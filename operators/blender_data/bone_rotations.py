@@ -25,7 +25,7 @@ from ...anim_signals.spatialkeys.rotation_modes import (
     mode_values_to_quaternions,
     quaternions_to_mode_values,
 )
-from .actions import find_fcurve, get_slot, list_fcurves, new_fcurve
+from .actions import fcurves_of_action, find_fcurve, get_action, get_slot, list_fcurves, new_fcurve
 from .armatures import bone_hierarchy
 from .channels import bone_name_of_path, bone_path, property_of_path
 from .fcurves import sample_curves, write_dense_linear
@@ -76,13 +76,23 @@ def _current_values(ob: Any, prop: str) -> np.ndarray:
     return buf.reshape(len(bones), size).astype(np.float64)
 
 
-def _rotation_curves(ob: Any) -> dict[int, list[tuple[int, Any]]]:
+TRANSFORMS = ("location", "scale", "rotation_euler", "rotation_quaternion", "rotation_axis_angle")
+
+
+def _action_curves(ob: Any, action: bpy.types.Action | None) -> list[bpy.types.FCurve]:
+    """The curves of ``action`` for ``ob`` (assigned or not; None: the assigned action's)."""
+    if action is None or action == get_action(ob):
+        return list_fcurves(ob)
+    return fcurves_of_action(action, ob)
+
+
+def _rotation_curves(ob: Any, action: bpy.types.Action | None) -> dict[int, list[tuple[int, Any]]]:
     """Per bone index, its curves on the property its rotation mode uses: (array index, curve)."""
     names, _ = bone_hierarchy(ob)
     index = {n: i for i, n in enumerate(names)}
     bones = ob.pose.bones
     out: dict[int, list[tuple[int, Any]]] = {}
-    for fc in list_fcurves(ob):
+    for fc in _action_curves(ob, action):
         name = bone_name_of_path(fc.data_path)
         if name is None or name not in index:
             continue
@@ -93,8 +103,10 @@ def _rotation_curves(ob: Any) -> dict[int, list[tuple[int, Any]]]:
     return out
 
 
-def read_bone_rotations(ob: Any, frames: Sequence[float] | np.ndarray) -> BoneRotations:
-    """Every pose bone's local rotation at ``frames`` from the armature's assigned action.
+def read_bone_rotations(ob: Any, frames: Sequence[float] | np.ndarray,
+                        action: bpy.types.Action | None = None) -> BoneRotations:
+    """Every pose bone's local rotation at ``frames`` from ``action`` (default: the armature's
+    assigned action; another one is read without assigning it).
 
     Each bone is read in its rotation mode (the curves of other rotation properties do not move
     it); a component without a curve, and a bone without any, keep the current value. Raises
@@ -106,7 +118,7 @@ def read_bone_rotations(ob: Any, frames: Sequence[float] | np.ndarray) -> BoneRo
     modes = [pb.rotation_mode for pb in bones]
     current = {prop: _current_values(ob, prop) for prop in ("rotation_quaternion", "rotation_euler",
                                                             "rotation_axis_angle")}
-    curves = _rotation_curves(ob)
+    curves = _rotation_curves(ob, action)
     flat = [(j, i, fc) for j, items in curves.items() for i, fc in items]
     _, sampled = sample_curves([fc for _, _, fc in flat], frames)
     values = {j: np.repeat(current[rotation_property(modes[j])][j][None], len(frames), axis=0) for j in range(len(names))}
@@ -119,20 +131,25 @@ def read_bone_rotations(ob: Any, frames: Sequence[float] | np.ndarray) -> BoneRo
                          [values[j] for j in range(len(names))])
 
 
-def other_moving_channels(ob: Any, frames: Sequence[float] | np.ndarray) -> list[str]:
-    """Labels of the action's pose-bone channels that move and are neither a bone's rotation (in
-    its mode) nor the location of a root bone: scale, location of child bones, and the curves of a
-    rotation property the bone's mode does not use. E.g. ``['"B2" scale', '"B3" location']``."""
+def other_moving_channels(ob: Any, frames: Sequence[float] | np.ndarray,
+                          action: bpy.types.Action | None = None) -> list[str]:
+    """Labels of the action's pose-bone transform channels that move and are neither a bone's
+    rotation (in its mode) nor the location of a root bone: scale, location of child bones, and
+    the curves of a rotation property the bone's mode does not use. E.g. ``['"B2" scale',
+    '"B3" location']``. Other curves (custom properties, object transforms) are not transforms of
+    the pose and are not listed. ``action``: as in :func:`read_bone_rotations`."""
     names, parents = bone_hierarchy(ob)
     index = {n: i for i, n in enumerate(names)}
     bones = ob.pose.bones
     suspects: list[tuple[str, Any]] = []
-    for fc in list_fcurves(ob):
+    for fc in _action_curves(ob, action):
         name = bone_name_of_path(fc.data_path)
         if name is None or name not in index:
             continue
         j = index[name]
         prop = property_of_path(fc.data_path)
+        if prop not in TRANSFORMS or fc.data_path != bone_path(name, prop):
+            continue
         if prop == rotation_property(bones[j].rotation_mode) or (prop == "location" and parents[j] < 0):
             continue
         if prop.startswith("rotation_"):

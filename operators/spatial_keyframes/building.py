@@ -30,10 +30,10 @@ from ...anim_signals.spatialkeys import (
     select_keyframes,
     uncompressed_size,
 )
-from ..blender_data.actions import assign_action, copy_action, get_action, slot_identifier
+from ..blender_data.actions import action_slot_identifier, assign_action, copy_action, remove_if_unused
 from ..blender_data.bone_rotations import write_rotation_curves
 from ..common.transaction import current_transaction
-from .sources import BuildPlan, distinct_poses
+from .sources import COMPACT_MARK, BuildPlan, distinct_poses
 from .storage import store_model
 
 __all__ = ["COMPACT_SUFFIX", "BuildSummary", "iter_build", "write_build"]
@@ -129,7 +129,8 @@ def write_build(plan: BuildPlan) -> BuildSummary:
     """Store the model on the armature; for a compaction also copy its action as
     ``"<action>.skc"`` with every animated rotation curve replaced by the played-back clip (one
     LINEAR key per frame; root location, constant channels and object transforms copied as they
-    are) and assign it (the original keeps a fake user). Part of the running transaction."""
+    are) and assign it (the original keeps a fake user; an earlier compaction it replaces is
+    removed when nothing else uses it). Part of the running transaction."""
     ob = plan.ob
     rot = plan.rotations
     clip = plan.clip
@@ -143,13 +144,18 @@ def write_build(plan: BuildPlan) -> BuildSummary:
     summary = _summary(plan)
     if plan.compact:
         assert plan.reconstructed is not None
-        original: Any = get_action(ob)
-        tx = current_transaction()
-        tx.keep_action(ob)
-        slot = slot_identifier(ob)
-        written = copy_action(original, original.name + COMPACT_SUFFIX)
+        original: Any = plan.action
+        current_transaction().keep_action(ob)
+        slot = action_slot_identifier(original, ob)
+        wanted = original.name + COMPACT_SUFFIX
+        written: Any = copy_action(original, wanted)
+        written[COMPACT_MARK] = original.name
         assign_action(ob, written, slot)
         write_rotation_curves(ob, written, rot, plan.reconstructed)
+        # last, as a rollback cannot bring a removed action back: the earlier compaction this one
+        # replaces, once nothing uses it, so the new one takes its name
+        if plan.replaced is not None and remove_if_unused(plan.replaced):
+            written.name = wanted
         summary.written_action = written.name
     return summary
 

@@ -15,17 +15,25 @@ from typing import Any
 import numpy as np
 
 from ...anim_signals.spatialkeys import as_quaternions
-from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
+from ..blender_data.actions import (
+    action_frame_range,
+    find_action,
+    get_action,
+    id_read_only_reason,
+    tweak_mode_reason,
+)
 from ..blender_data.bone_rotations import BoneRotations, other_moving_channels, read_bone_rotations
 from ..blender_data.fcurves import KeyframeError
 from ..common import InputError
 from .properties import MIN_MARKERS
 
-__all__ = ["MAX_FRAMES", "BuildPlan", "SpatialKeyframesInputError", "distinct_poses", "plan_build"]
+__all__ = ["COMPACT_MARK", "MAX_FRAMES", "BuildPlan", "SpatialKeyframesInputError", "distinct_poses", "plan_build"]
 
 MAX_FRAMES = 5000
 """Frames a model is built from: the projections keep an N x N pose-distance matrix (200 MB at
 5000 frames) and Algorithm 1 evaluates the RBF for every frame on every pass."""
+COMPACT_MARK = "anim_signals_compacted_from"
+"""ID property of an action Compact Action wrote: the name of the action it was made from."""
 SAME_POSE = 1e-6
 """Quaternion components closer than this are the same pose (float32 keys round at ~1e-7)."""
 
@@ -47,6 +55,8 @@ class BuildPlan:
     projection: str  # core names: "mds", ...
     optimise: bool
     compact: bool = False
+    action: Any = None  # the action read (bpy.types.Action)
+    replaced: Any = None  # compaction: the earlier compaction assigned now, removed once unused
     warnings: list[str] = field(default_factory=list)
     # filled by building.iter_build
     clip: Any = None  # SpatialKeyframeClip
@@ -101,7 +111,8 @@ def marker_count(n_frames: int, key_mode: str, ratio: float, count: int) -> int:
 def plan_build(ob: Any, *, key_mode: str = "RATIO", ratio: float = 0.03, count: int = 8, selection: str = "UNIFORM",
                projection: str = "MDS", optimise: bool = True, compact: bool = False) -> BuildPlan:
     """Check ``ob`` and its action, read the bones' rotations on every whole frame of the action's
-    range, and plan the build (``compact``: also the comparison and a rewritten action).
+    range, and plan the build (``compact``: also the comparison and a rewritten action; when the
+    assigned action is an earlier compaction whose original still exists, the original is read).
 
     Raises :class:`SpatialKeyframesInputError` (nothing changed) for: another kind of object, no
     action, linked or overridden data, NLA tweak mode, no rotation curves, keys that cannot be
@@ -109,6 +120,11 @@ def plan_build(ob: Any, *, key_mode: str = "RATIO", ratio: float = 0.03, count: 
     three markers, fewer frames or distinct poses than markers.
     """
     action = _check_object(ob, compact)
+    replaced = None
+    source = find_action(str(action.get(COMPACT_MARK, ""))) if compact and action.get(COMPACT_MARK) else None
+    if source is not None and source != action:
+        # compacting again (other settings): redo it from the original, not from the played-back clip
+        replaced, action = action, source
     try:
         start, end = action_frame_range(action)
     except KeyframeError as err:
@@ -120,8 +136,8 @@ def plan_build(ob: Any, *, key_mode: str = "RATIO", ratio: float = 0.03, count: 
             f"most {MAX_FRAMES} (the projection compares every pair of frames); shorten its frame range")
     frames = np.arange(start, end + 1, dtype=np.float64)
     try:
-        rotations = read_bone_rotations(ob, frames)
-        others = other_moving_channels(ob, frames)
+        rotations = read_bone_rotations(ob, frames, action)
+        others = other_moving_channels(ob, frames, action)
     except KeyframeError as err:
         raise SpatialKeyframesInputError(str(err)) from err
     if not any(rotations.animated):
@@ -140,6 +156,9 @@ def plan_build(ob: Any, *, key_mode: str = "RATIO", ratio: float = 0.03, count: 
             f'Action "{action.name}" holds only {n_distinct} distinct pose{"s" if n_distinct != 1 else ""} on '
             f"{n_frames} frames (the others repeat them): fewer than the {m} markers asked for, which must be "
             "distinct points on the plane")
-    return BuildPlan(ob=ob, object_name=ob.name, action_name=action.name, rotations=rotations, count=m,
+    plan = BuildPlan(ob=ob, object_name=ob.name, action_name=action.name, rotations=rotations, count=m,
                      selection=selection.lower(), projection=projection.lower(), optimise=bool(optimise),
-                     compact=compact)
+                     compact=compact, action=action, replaced=replaced)
+    if replaced is not None:
+        plan.warnings.append(f'"{replaced.name}" is a compaction of "{action.name}": compacting "{action.name}" again')
+    return plan

@@ -249,6 +249,26 @@ def test_compaction_reports_the_cores_errors_and_writes_the_clip(scene, skf, sk)
     np.testing.assert_allclose(_read_rotations(ob, original, 100), expected, atol=1e-6)
 
 
+def test_compacting_again_redoes_it_from_the_original(scene, skf, sk):
+    ob, expected, parents = make_walk(sk, n_frames=60)
+    original = ob.animation_data.action
+    assert run("compact_action", key_mode="COUNT", count=4, optimise=False) == {"FINISHED"}
+    first_error = scene.anim_signals.last_spatial_keyframes.error
+    assert ob.animation_data.action.name == "WalkerAction.skc"
+    # other settings, the compaction assigned: read from the original, the earlier compaction replaced
+    assert run("compact_action", key_mode="COUNT", count=8) == {"FINISHED"}
+    result = scene.anim_signals.last_spatial_keyframes
+    assert result.action_name == "WalkerAction" and result.written_action == "WalkerAction.skc"
+    assert ob.animation_data.action.name == "WalkerAction.skc" and result.error < first_error
+    assert sorted(a.name for a in bpy.data.actions) == ["WalkerAction", "WalkerAction.skc"]
+    assert original.use_fake_user
+    rows = sk.compare_schemes(quaternions_of(expected), parents, count=8, projections=("mds",), optimise=(True,))
+    assert result.error == pytest.approx([r for r in rows if r["kind"] == "spatial"][0]["error"], rel=1e-5)
+    # building (not compacting) from the compacted action models the played-back clip itself
+    assert run("spatial_keyframes_from_action", key_mode="COUNT", count=8) == {"FINISHED"}
+    assert skf.model_info(ob)["action"] == "WalkerAction.skc"
+
+
 # ----------------------------------------------------------------------------------------------
 # Modal runs: Esc leaves everything as it was
 # ----------------------------------------------------------------------------------------------
@@ -299,6 +319,23 @@ def test_bad_objects_and_actions_are_refused(scene, sk, op):
         ob.animation_data.action_slot = action.slots[0]
     _refused(r"ratio of 0.05 gives 2 markers on 40 frames: at least 3", op, key_mode="RATIO", ratio=0.05)
     _refused("40 frames \\(poses\\): fewer than the 41 markers", op, key_mode="COUNT", count=41)
+
+
+def test_an_action_without_rotations_is_refused_and_custom_properties_are_kept(scene, sk):
+    ob, _, _ = make_walk(sk, n_frames=30)
+    frames = np.arange(1, 31, dtype=float)
+    ob.pose.bones["Head"]["wobble"] = 0.0
+    keyed(ob.pose.bones["Head"], '["wobble"]', frames, np.sin(frames), id_data=ob)
+    assert run("compact_action", key_mode="COUNT", count=4) == {"FINISHED"}  # not a transform: kept
+    assert any(fc.data_path.endswith('["wobble"]') for fc in fcurves_of(ob))
+    travel = bpy.data.actions.new("TravelOnly")
+    ob.animation_data.action = travel
+    if hasattr(ob.animation_data, "action_slot"):
+        ob.animation_data.action_slot = None
+    ob.pose.bones["Hips"].keyframe_insert("location", frame=1.0)
+    ob.pose.bones["Hips"].location = (0.0, 1.0, 0.0)
+    ob.pose.bones["Hips"].keyframe_insert("location", frame=10.0)
+    _refused("animates no bone rotation", key_mode="COUNT", count=3)
 
 
 def test_repeated_identical_poses_are_refused(scene, sk):
