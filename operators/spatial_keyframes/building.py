@@ -4,14 +4,16 @@ for a compaction the action rewritten as key poses + 2D trajectory played back.
 
 The stages are exactly those of :func:`anim_signals.spatialkeys.compact_clip` (same functions,
 arguments and defaults: seed 0, the log blend, RBFP's MDS first step), so the stored model is the
-core's; the comparison is :func:`anim_signals.spatialkeys.compare_schemes` at the same keys.
+core's; the comparison is :func:`anim_signals.spatialkeys.compare_schemes` at the same keys. Each
+core call runs on a worker thread while the stepping keeps yielding, so Esc works during it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -76,35 +78,71 @@ class BuildSummary:
         return text
 
 
+POLL_SECONDS = 0.02
+"""How long the stepping waits for a core call on the worker thread before yielding again."""
+_T = TypeVar("_T")
+
+
+def _aside(work: Callable[[], _T], fraction: float) -> Generator[float, None, _T]:
+    """Run ``work()`` on a worker thread and yield ``fraction`` until it is done (use with
+    ``yield from``), so a modal run answers Esc within a fraction of a second even during one long
+    core call (t-SNE on a thousand frames takes half a minute). The work gets arrays and returns
+    arrays: it never touches Blender data. A run cancelled meanwhile abandons the thread; its
+    result is dropped (daemon thread: it never keeps Blender from quitting)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = work()
+        except BaseException as err:  # noqa: BLE001 - handed to the main thread as it is
+            box["error"] = err
+
+    worker = threading.Thread(target=target, name="Anim Signals spatial keyframes", daemon=True)
+    worker.start()
+    while True:
+        worker.join(POLL_SECONDS)
+        if not worker.is_alive():
+            break
+        yield fraction
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
 def iter_build(plan: BuildPlan) -> Iterator[float]:
-    """Run the build's stages, yielding the fraction done after each; fills ``plan.clip``,
-    ``plan.error`` (and for a compaction ``plan.rows`` and ``plan.reconstructed``). Writes nothing."""
+    """Run the build's stages, yielding the fraction done after each (and while a stage runs on
+    the worker thread, see :func:`_aside`); fills ``plan.clip``, ``plan.error`` (and for a
+    compaction ``plan.rows`` and ``plan.reconstructed``). Writes nothing."""
     rot = plan.rotations
     mats = as_matrices(rot.quaternions)
     weights = joint_weights(rot.parents)
     yield 0.05
-    distances = distance_matrix(mats, weights)
+    distances = yield from _aside(lambda: distance_matrix(mats, weights), 0.05)
     yield 0.3
-    keys = select_keyframes(plan.selection, mats, count=plan.count, weights=weights, distances=distances)
+    keys = yield from _aside(lambda: select_keyframes(plan.selection, mats, count=plan.count, weights=weights,
+                                                      distances=distances), 0.3)
     if distinct_poses(rot.quaternions[keys]) < len(keys):
-        plan.warnings.append("Some key poses repeat the same pose (e.g. a loop's first and last frame): their markers "
-                             "sit almost on one point")
+        plan.late_warnings.append("Some key poses repeat the same pose (e.g. a loop's first and last frame): their "
+                                  "markers sit almost on one point")
     yield 0.4
-    needs_vectors = plan.projection in ("pca", "lle")
-    vectors = pose_vectors(mats, weights) if needs_vectors else None
-    points = project(plan.projection, distances=distances, vectors=vectors, seed=SEED, keys=keys, first="mds")
+    vectors = pose_vectors(mats, weights) if plan.projection in ("pca", "lle") else None
+    points = yield from _aside(lambda: project(plan.projection, distances=distances, vectors=vectors, seed=SEED,
+                                               keys=keys, first="mds"), 0.4)
     yield 0.6
     if plan.optimise:
-        points, _ = optimise_projection(points, keys, mats, weights, blend=BLEND)
+        start = points
+        points = yield from _aside(lambda: optimise_projection(start, keys, mats, weights, blend=BLEND)[0], 0.6)
         yield 0.85
-    plan.clip = SpatialKeyframeClip(keys, mats[keys], points, BLEND)
-    reconstructed = plan.clip.reconstruct()
+    clip = SpatialKeyframeClip(keys, mats[keys], points, BLEND)
+    reconstructed = yield from _aside(clip.reconstruct, 0.85)
+    plan.clip = clip
     plan.error = error_per_frame_per_joint(mats, reconstructed, weights)
     yield 0.9
     if plan.compact:
         plan.reconstructed = as_quaternions(reconstructed)
-        plan.rows = compare_schemes(rot.quaternions, rot.parents, count=plan.count, selections=(plan.selection,),
-                                    projections=(), temporal=TEMPORAL_SCHEMES, seed=SEED)
+        plan.rows = yield from _aside(
+            lambda: compare_schemes(rot.quaternions, rot.parents, count=plan.count, selections=(plan.selection,),
+                                    projections=(), temporal=TEMPORAL_SCHEMES, seed=SEED), 0.9)
     yield 1.0
 
 

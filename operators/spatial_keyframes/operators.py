@@ -56,7 +56,7 @@ class _SpatialKeyframesOperator(BuildSettings, StepwiseOperator):
         return iter_build(plan)
 
     def finish(self, context, plan: BuildPlan) -> set[str]:
-        for message in plan.warnings:
+        for message in plan.late_warnings:
             self.report({"WARNING"}, message)  # type: ignore[attr-defined]
         summary = write_build(plan)
         summary.seconds = self.elapsed()

@@ -57,7 +57,8 @@ class BuildPlan:
     compact: bool = False
     action: Any = None  # the action read (bpy.types.Action)
     replaced: Any = None  # compaction: the earlier compaction assigned now, removed once unused
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # reported after the checks
+    late_warnings: list[str] = field(default_factory=list)  # found by the steps, reported when writing
     # filled by building.iter_build
     clip: Any = None  # SpatialKeyframeClip
     error: float = 0.0

@@ -9,6 +9,8 @@ back through Blender (``PoseBone.matrix_basis``), and every bad input is checked
 
 from __future__ import annotations
 
+import time
+
 import bpy
 import numpy as np
 import pytest
@@ -290,6 +292,32 @@ def test_escape_changes_nothing_and_a_full_run_finishes(scene, skf, sk, op_name)
     assert op.run_to_end(bpy.context) == {"FINISHED"}
     assert skf.model_info(ob)["markers"] == 5
     assert (ob.animation_data.action.name == "WalkerAction.skc") == (op_name == "compact_action")
+
+
+def test_escape_during_a_long_core_call_returns_at_once(scene, skf, sk, monkeypatch):
+    # a core call that takes seconds (t-SNE on a long clip) runs on a worker thread: Esc need not wait
+    building = ext_module("operators.spatial_keyframes.building")
+    slow_seconds = 1.5
+    original = building.distance_matrix
+
+    def slow_distances(*args, **kwargs):
+        time.sleep(slow_seconds)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(building, "distance_matrix", slow_distances)
+    make_walk(sk, n_frames=40)
+    before = snapshot_all()
+    op = StepwiseDriver(bpy.types.ANIM_SIGNALS_OT_compact_action, bpy.context, key_mode="COUNT", count=4)
+    t0 = time.perf_counter()
+    for _ in range(3):
+        assert op.modal(bpy.context, event("TIMER")) == {"RUNNING_MODAL"}
+    assert op.modal(bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
+    assert time.perf_counter() - t0 < 0.5 * slow_seconds
+    assert_same_state(before, snapshot_all())
+    # run to the end, the slow call included: the worker's result arrives
+    op = StepwiseDriver(bpy.types.ANIM_SIGNALS_OT_spatial_keyframes_from_action, bpy.context, key_mode="COUNT",
+                        count=4)
+    assert op.run_to_end(bpy.context) == {"FINISHED"}
 
 
 # ----------------------------------------------------------------------------------------------
