@@ -399,6 +399,17 @@ def test_linked_armature_is_refused(scene, sk, tmp_path):
     _refused("linked from library", "compact_action", key_mode="COUNT", count=4)
 
 
+def test_nla_tweak_mode_is_refused(scene, sk):
+    ob, _, _ = make_walk(sk, n_frames=20)
+    adt = ob.animation_data
+    track = adt.nla_tracks.new()
+    track.strips.new("strip", 1, adt.action).select = True
+    adt.use_tweak_mode = True
+    assert adt.use_tweak_mode
+    _refused("NLA tweak mode", key_mode="COUNT", count=4)
+    _refused("NLA tweak mode", "compact_action", key_mode="COUNT", count=4)
+
+
 def test_no_model_and_no_object(scene, skf, sk):
     ob, _, _ = make_walk(sk, n_frames=20)
     with pytest.raises(ValueError, match="has no spatial keyframes"):
