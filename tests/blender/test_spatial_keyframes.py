@@ -291,6 +291,7 @@ def test_escape_changes_nothing_and_a_full_run_finishes(scene, skf, sk, op_name)
     op = StepwiseDriver(cls, bpy.context, key_mode="COUNT", count=5)
     assert op.run_to_end(bpy.context) == {"FINISHED"}
     assert skf.model_info(ob)["markers"] == 5
+    assert any(level == {"INFO"} and "5 markers, 60 frames, 17 joints, error" in msg for level, msg in op.reports)
     assert (ob.animation_data.action.name == "WalkerAction.skc") == (op_name == "compact_action")
 
 
@@ -450,8 +451,18 @@ def test_registered_with_tooltips_and_panel_draws(scene, skf, sk):
     panel.draw(_Self(), ctx)
     assert ("operator", "anim_signals.spatial_keyframes_from_action") in calls
     assert ("operator", "anim_signals.compact_action") in calls
+    # the buttons carry the sidebar's settings (headless INVOKE skips invoke(), so the panel passes them)
+    settings = scene.anim_signals.spatial_keyframes
+    settings.key_mode, settings.count, settings.projection = "COUNT", 5, "FORCE"
+    calls.clear()
+    panel.draw(_Self(), ctx)
+    sets = [c[1:] for c in calls if c[0] == "set"]
+    assert sets.count(("key_mode", "COUNT")) == 2 and sets.count(("count", 5)) == 2
+    assert sets.count(("projection", "FORCE")) == 2
     assert any(c[0] == "label" and "has no spatial keyframes" in c[1] for c in calls)
-    assert run("compact_action", key_mode="COUNT", count=5) == {"FINISHED"}
+    op = [c for c in calls if c[0] == "operator"][-1][1]
+    kwargs = {c[1]: c[2] for c in calls[calls.index(("operator", op)):] if c[0] == "set"}
+    assert run("compact_action", **kwargs) == {"FINISHED"}
     calls.clear()
     panel.draw(_Self(), ctx)
     labels = [c[1] for c in calls if c[0] == "label"]
