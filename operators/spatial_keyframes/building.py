@@ -15,8 +15,6 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import numpy as np
-
 from ...anim_signals.spatialkeys import (
     TEMPORAL_SCHEMES,
     SpatialKeyframeClip,
@@ -197,9 +195,3 @@ def write_build(plan: BuildPlan) -> BuildSummary:
         summary.written_action = written.name
     return summary
 
-
-def reconstruction_error(plan: BuildPlan, quaternions: np.ndarray) -> float:
-    """Error per frame per joint of other rotations of the plan's frames ((N, J, 4), e.g. read back
-    from the written action) against the original, with the seed's joint weights."""
-    rot = plan.rotations
-    return error_per_frame_per_joint(rot.quaternions, quaternions, joint_weights(rot.parents))

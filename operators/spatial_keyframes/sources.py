@@ -74,9 +74,11 @@ def distinct_poses(quaternions: np.ndarray) -> int:
 
 
 def _check_object(ob: Any, compact: bool) -> Any:
-    if ob.type != "ARMATURE" or ob.pose is None:
+    if ob.type != "ARMATURE":
         raise SpatialKeyframesInputError(
             f'"{ob.name}" is a {ob.type.lower()} object: spatial keyframes are built from an armature\'s action')
+    if ob.pose is None:  # an armature object never evaluated yet (created by a script this moment)
+        raise SpatialKeyframesInputError(f'"{ob.name}" has no pose yet: update the view layer first')
     action = get_action(ob)
     if action is None:
         raise SpatialKeyframesInputError(f'"{ob.name}" has no action: animate its bones (or assign an action) first')
