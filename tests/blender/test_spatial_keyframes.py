@@ -23,6 +23,7 @@ from _bl_helpers import (
     ext_module,
     fcurves_of,
     keyed,
+    shared_data,
     snapshot_all,
 )
 from scipy.spatial.transform import Rotation
@@ -269,6 +270,27 @@ def test_compacting_again_redoes_it_from_the_original(scene, skf, sk):
     # building (not compacting) from the compacted action models the played-back clip itself
     assert run("spatial_keyframes_from_action", key_mode="COUNT", count=8) == {"FINISHED"}
     assert skf.model_info(ob)["action"] == "WalkerAction.skc"
+
+
+def test_shared_mocap_clip_matches_the_core_on_the_bvh_file(scene, sk):
+    # Blender's BVH importer stores each joint's rotation relative to its bone's rest orientation
+    # (R -> B^T R B) and turns the root to Z-up: eq. (1) compares R1^T R2, which neither changes, so
+    # the spatial error (and slerp's, and the 1D RBF's) must equal the core's on the file itself.
+    # Linear / Hermite interpolate Euler angles, which do change with the rest orientation.
+    path = shared_data("mocap", "neutral_01_000.bvh")
+    bpy.ops.import_anim.bvh(filepath=str(path))
+    ob = bpy.context.active_object
+    assert run("compact_action", key_mode="RATIO", ratio=0.03, projection="MDS") == {"FINISHED"}
+    result = scene.anim_signals.last_spatial_keyframes
+    clip = sk.read_bvh(path)
+    assert (result.frames, result.joints, result.markers) == (327, 31, 10)
+    assert [pb.name for pb in ob.pose.bones] == list(clip.names)
+    rows = sk.compare_schemes(clip.quaternions, clip.parents, count=10, projections=("mds",), optimise=(True,))
+    core = {r["scheme"]: r["error"] for r in rows}
+    ours = {r.scheme: r.error for r in result.schemes}
+    for scheme in ("mds", "slerp", "rbf"):
+        assert ours[scheme] == pytest.approx(core[scheme], rel=1e-5), scheme
+    assert ours["mds"] < min(ours[s] for s in ("linear", "hermite", "slerp", "rbf"))
 
 
 # ----------------------------------------------------------------------------------------------
