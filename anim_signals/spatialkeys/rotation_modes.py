@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike
 from scipy.spatial.transform import Rotation
 
 from ..channels import continuous_quaternions, euler_filter
+from ..validation import choice, finite_array
 from .rotations import as_quaternions
 
 __all__ = ["EULER_MODES", "ROTATION_MODES", "mode_size", "mode_values_to_quaternions", "quaternions_to_mode_values"]
@@ -34,8 +35,7 @@ def mode_size(mode: str) -> int:
     >>> mode_size("XYZ"), mode_size("QUATERNION")
     (3, 4)
     """
-    if mode not in ROTATION_MODES:
-        raise ValueError(f"mode must be one of {', '.join(ROTATION_MODES)}, got {mode!r}")
+    choice("mode", mode, ROTATION_MODES)
     return 3 if mode in EULER_MODES else 4
 
 
@@ -61,14 +61,14 @@ def mode_values_to_quaternions(values: ArrayLike, mode: str) -> np.ndarray:
     Raises
     ------
     ValueError
-        On a wrong trailing size, an unknown mode or a zero quaternion.
+        On a wrong trailing size, an unknown mode, NaN / infinite values or a zero quaternion.
 
     Examples
     --------
     >>> mode_values_to_quaternions([0.0, 0.0, np.pi], "XYZ").round(6) + 0.0
     array([0., 0., 0., 1.])
     """
-    v = np.asarray(values, dtype=float)
+    v = finite_array("values", values, min_length=None)
     size = mode_size(mode)
     if v.shape[-1:] != (size,):
         raise ValueError(f"{mode} rotations have {size} values, got shape {v.shape}")
@@ -126,7 +126,7 @@ def quaternions_to_mode_values(quaternions: ArrayLike, mode: str, *, reference: 
     >>> quaternions_to_mode_values(q, "XYZ", reference=[0.0, 0.0, 3.0]).round(6) + 0.0
     array([[0., 0., 3.]])
     """
-    q = np.asarray(quaternions, dtype=float).reshape(-1, 4)
+    q = finite_array("quaternions", quaternions, min_length=None).reshape(-1, 4)
     size = mode_size(mode)
     ref = None if reference is None else np.broadcast_to(np.asarray(reference, dtype=float), (len(q), size))
     if mode == "QUATERNION":

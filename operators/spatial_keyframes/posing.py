@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ...anim_signals.spatialkeys import as_quaternions
+from ...anim_signals.validation import finite_array
 from ..blender_data.actions import id_read_only_reason
 from .storage import load_model
 
@@ -25,14 +26,14 @@ def pose_from_point(ob: Any, xy: Any) -> np.ndarray:
     Returns the written rotations as quaternions ``(J, 4)`` in the model's bone order. At a
     marker's position the pose is that marker's key pose (exact up to float32 storage). Raises
     ValueError when ``ob`` has no model, the model no longer fits its bones, the point is not two
-    finite numbers, or the armature is linked.
+    finite numbers (:func:`anim_signals.validation.finite_array`), or the armature is linked.
     """
     model = load_model(ob)
     if model is None:
         raise ValueError(f'"{getattr(ob, "name", ob)}" has no spatial keyframes: build them first')
-    point = np.asarray(xy, dtype=float).reshape(-1)
-    if point.shape != (2,) or not np.all(np.isfinite(point)):
-        raise ValueError(f"A plane point is two finite numbers, got {xy!r}")
+    point = finite_array("xy", xy, ndim=1)
+    if point.shape != (2,):
+        raise ValueError(f"xy must be a plane point (x, y), got {point.size} numbers")
     reason = id_read_only_reason(ob)
     if reason:
         raise ValueError(reason)

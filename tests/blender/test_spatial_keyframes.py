@@ -173,8 +173,10 @@ def test_pose_from_point_is_exact_at_every_marker(scene, skf, sk):
     np.testing.assert_allclose(between @ np.swapaxes(between, -1, -2), np.broadcast_to(np.eye(3), between.shape),
                                atol=1e-5)
     assert np.abs(between - expected[model.clip.keys[1]]).max() > 1e-3
-    with pytest.raises(ValueError, match="two finite numbers"):
+    with pytest.raises(ValueError, match="xy has a NaN or infinite value"):
         skf.pose_from_point(ob, (float("nan"), 0.0))
+    with pytest.raises(ValueError, match="xy must be a plane point"):
+        skf.pose_from_point(ob, (0.0, 0.0, 1.0))
 
 
 def test_model_survives_save_and_reload(scene, skf, sk, tmp_path):

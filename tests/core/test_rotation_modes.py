@@ -63,5 +63,7 @@ def test_continuous_euler_has_no_jumps():
 def test_bad_modes_and_sizes():
     with pytest.raises(ValueError, match="mode must be one of"):
         mode_size("EULER")
+    with pytest.raises(ValueError, match="values has a NaN"):
+        mode_values_to_quaternions([0.0, np.nan, 0.0], "XYZ")
     with pytest.raises(ValueError, match="XYZ rotations have 3 values"):
         mode_values_to_quaternions(np.zeros((2, 4)), "XYZ")
