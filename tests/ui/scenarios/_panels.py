@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import bpy
-from uikit import Wait, move_mouse, ui_scale, xdotool
+from uikit import Wait, move_mouse, ui_scale, wheel, xdotool
 
 
 class PanelDraws:
@@ -81,3 +81,22 @@ def open_panel(area, region, panel_idname: str, below_y: float, redraws: RegionD
         opened.append(target.count > 0)
     finally:
         target.close()
+
+
+def scroll_to_bottom(area, sidebar, redraws, *, up: bool = False) -> Iterator[Wait]:
+    """Roll the mouse wheel down (``up``: up) over the sidebar until it no longer scrolls (after a
+    redraw: the wheel scrolls as far as the last drawn layout reaches)."""
+    view = sidebar.view2d
+    yield redraws.after(area, "sidebar laid out before scrolling")
+
+    def top() -> float:
+        return view.region_to_view(0, sidebar.height)[1]
+
+    while True:
+        before = top()
+        wheel(sidebar, (sidebar.width * 0.5, sidebar.height * 0.5), 5 if up else -5)
+        # at the bottom nothing moves: a soft wait
+        yield Wait("sidebar scrolled", lambda before=before: abs(top() - before) >= 1.0, 1.0, required=False)
+        if abs(top() - before) < 1.0:
+            break
+    yield redraws.after(area, "sidebar drawn scrolled")

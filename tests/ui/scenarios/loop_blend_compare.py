@@ -33,10 +33,9 @@ from uikit import (
     scan_buttons,
     screenshot,
     ui_scale,
-    wheel,
 )
 
-from ._panels import PanelDraws, RegionDraws, open_panel
+from ._panels import PanelDraws, RegionDraws, open_panel, scroll_to_bottom
 
 LOOP, BLEND, COMPARE = "anim_signals.make_cyclic", "anim_signals.blend_actions", "anim_signals.compare_actions"
 FAST, SLOW, JUMP = "LBC_Walk_Fast_Action", "LBC_Walk_Slow_Action", "LBC_Jump_Action"
@@ -234,25 +233,6 @@ def _blend(area, sidebar, fast, slow, redraws, loop_y: float) -> Iterator[Wait]:
     return button[1]
 
 
-def _scroll_to_bottom(area, sidebar, redraws) -> Iterator[Wait]:
-    """Roll the mouse wheel down over the sidebar until it no longer scrolls (after a redraw: the
-    wheel scrolls as far as the last drawn layout reaches)."""
-    view = sidebar.view2d
-    yield redraws.after(area, "sidebar laid out before scrolling")
-
-    def top() -> float:
-        return view.region_to_view(0, sidebar.height)[1]
-
-    while True:
-        before = top()
-        wheel(sidebar, (sidebar.width * 0.5, sidebar.height * 0.5), -5)
-        # at the bottom nothing moves: a soft wait
-        yield Wait("sidebar scrolled", lambda before=before: abs(top() - before) >= 1.0, 2.0, required=False)
-        if abs(top() - before) < 1.0:
-            break
-    yield redraws.after(area, "sidebar drawn scrolled")
-
-
 def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     root = bpy.context.scene.anim_signals
     names = [FAST, SLOW, f"{FAST}.loop", f"{FAST}+{SLOW} 0.50", JUMP]
@@ -261,7 +241,7 @@ def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     yield from open_panel(area, sidebar, "ANIM_SIGNALS_PT_compare", blend_y - 1.2 * 20 * ui_scale(), redraws, opened)
     if not check("Compare panel opened by a click on its header", opened[0]):
         return
-    yield from _scroll_to_bottom(area, sidebar, redraws)  # Compare is below the fold
+    yield from scroll_to_bottom(area, sidebar, redraws)  # Compare is below the fold
     found = yield from _scan(sidebar, COMPARE)
     button = button_of(found, COMPARE)
     if not check("Compare button found", button is not None, f"{len(found)} buttons"):
@@ -325,7 +305,7 @@ def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     clusters = dict(zip(data["actions"], data["clusters"]))
     check("the jump is a cluster of its own", all(clusters[n] != clusters[JUMP] for n in names if n != JUMP),
           f"clusters {clusters}")
-    yield from _scroll_to_bottom(area, sidebar, redraws)
+    yield from scroll_to_bottom(area, sidebar, redraws)
     screenshot("lbc_compare_done")
     # the same comparison run headless (exec, no window) gives the same numbers
     with override(area, sidebar):
