@@ -570,28 +570,32 @@ def drag_edit_time(area) -> Iterator[Wait]:
 
 
 def drag_pin_and_undo(area) -> Iterator[Wait]:
-    """A press 2.2 px from a frame's dot, towards its nearest control point (the case issue 16
-    fault 3 lost), pins that frame; Ctrl+Z takes the pin back."""
+    """A press within 3 px of a frame's dot, on the pixel nearest to a control point (the case issue
+    16 fault 3 lost: a control point within 8 px won), pins that frame; Ctrl+Z takes the pin back."""
     rect, geom = canvas_geometry(area, ps_object())
     pinned = set(pins_of(stored_space()))
-    best = None
+    offsets = [(dx, dy) for dx in range(-3, 4) for dy in range(-3, 4)]
+    best = None  # (distance press - control point, frame, press, distance press - dot)
     for i, p in enumerate(geom.frame_points):
-        if i in pinned or not inside(rect, p, 30.0):
+        if i in pinned or not inside(rect, p, 12.0):
             continue
-        dc = np.linalg.norm(geom.control - p, axis=1)
-        j = int(np.argmin(dc))
-        direction = (geom.control[j] - p) / max(dc[j], 1e-9)
-        press = px(p + 2.0 * direction + np.array([0.6, 0.6]) * np.sign(direction))
-        d_press = np.linalg.norm(geom.frame_points - np.asarray(press), axis=1)
-        if int(np.argmin(d_press)) != i or d_press[i] > 3.0:
-            continue
-        if best is None or dc[j] < best[0]:
-            best = (float(dc[j]), i, press, float(d_press[i]), float(np.linalg.norm(geom.control[j] - press)))
+        for dx, dy in offsets:
+            press = (float(round(p[0])) + dx, float(round(p[1])) + dy)
+            d_press = np.linalg.norm(geom.frame_points - np.asarray(press), axis=1)
+            if int(np.argmin(d_press)) != i or d_press[i] > 2.9:  # 2.9: a 0.1 px margin to the 3 px promise
+                continue
+            d_control = float(np.linalg.norm(geom.control - np.asarray(press), axis=1).min())
+            if best is None or d_control < best[0]:
+                best = (d_control, i, press, float(d_press[i]))
     if not check("a frame to pin by a press within 3 px of its dot", best is not None):
         return
-    _, i, press, d_frame, d_control = best
-    pins_before = yield from pin_drag(area, i, press, (press[0] + 18.0, press[1] + 12.0),
+    d_control, i, press, d_frame = best
+    release = (press[0] + 18.0, press[1] + 12.0)
+    if not inside(rect, release, 8.0):
+        release = (press[0] - 18.0, press[1] - 12.0)
+    pins_before = yield from pin_drag(area, i, press, release,
                                       f"Press {d_frame:.1f} px from frame {i}'s dot ({d_control:.1f} px from a control point)")
+    yield RedrawCounter.after(area, "canvas redrawn with the pin", n=2)
     screenshot("pose_space_mesh_pin_drag")
     goto(main_region(area), 300, 300)
     xdotool("key", "ctrl+z")
