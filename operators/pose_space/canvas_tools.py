@@ -98,6 +98,10 @@ def _commit_or_report(op, context, ob, space) -> bool:
     return True
 
 
+# A sketch's control points (one per stroke point) this far apart: the 7 px squares then leave about
+# half of the curve showing between them (at 6 px they covered it all), and the B-spline smooths the
+# hand's jitter.
+SKETCH_SPACING_PX = 24.0
 TOOL_KEYS = "  |  Wheel: zoom, MMB / Ctrl+drag: pan, Esc / RMB: cancel"
 HELD = "  |  Held at the edge of the frames' neighbourhood: further out the pose only distorts"
 
@@ -594,7 +598,7 @@ class ANIM_SIGNALS_OT_pose_space_sketch(_CanvasDrag, bpy.types.Operator):
         view = self._view(context)
         assert view is not None
         _, scale = ui_metrics(context)
-        pts = cv.stroke_to_pose(view, np.array(self._pixels), spacing_px=6.0 * max(scale, 1.0))
+        pts = cv.stroke_to_pose(view, np.array(self._pixels), spacing_px=SKETCH_SPACING_PX * max(scale, 1.0))
         if len(pts) < 2:
             self.report({"WARNING"}, "The stroke is too short: nothing changed")
             return {"CANCELLED"}

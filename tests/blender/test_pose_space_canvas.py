@@ -880,3 +880,28 @@ def test_clear_pins_button_clears_at_once(scene, data, tmp_path, pc, monkeypatch
     op = fake_op("pose_space_pin", ps_ob, data.load_space(ps_ob), clear=True, frame=-1)
     assert op.invoke(ctx, _window_event("LEFTMOUSE", "RELEASE", (0, 0), sidebar, main)) == {"FINISHED"}, op.reports
     assert not handlers and not data.load_space(ps_ob).pins
+
+
+def test_a_sketched_curve_stays_visible_between_its_control_points(scene, data, tmp_path, pc):
+    """A sketch's control points are spaced so that its curve shows between their squares (they were
+    placed every 6 px, so the 7 px squares covered the whole curve: found in the real window,
+    tests/ui/scenarios/pose_space_mesh.py)."""
+    ps_ob, space = make_space(data, tmp_path)
+    ctx = bpy.context
+    cx, cy = RECT[0] + RECT[2] / 2, RECT[1] + RECT[3] / 2
+    pts = [(cx + 90.0 * math.cos(t), cy + 70.0 * math.sin(t)) for t in np.linspace(0.0, 1.5 * np.pi, 60)]
+    op = fake_op("pose_space_sketch", ps_ob, space, frames=30)
+    op.modal(ctx, ev("LEFTMOUSE", "PRESS", pts[0]))
+    for xy in pts[1:]:
+        op.modal(ctx, ev("MOUSEMOVE", xy=xy))
+    assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", pts[-1])) == {"FINISHED"}
+    new = data.load_space(ps_ob)
+    geom = pc.canvas_geometry_for(ctx, ps_ob, new, RECT)
+    # a square covers 3.5 px (x UI scale) around its point, plus its outline; the curve is 2 px wide
+    chebyshev = np.abs(geom.curve[:, None, :] - geom.control[None, :, :]).max(axis=2).min(axis=1)
+    visible = float(np.mean(chebyshev > 3.5 + 1.0 + 1.0))
+    assert visible >= 0.5, f"{100 * visible:.0f}% of the curve shows between {len(geom.control)} control points"
+    # still the stroke: it runs from the press to the release
+    view = _view(pc, ps_ob, new)
+    ends = new.time.evaluate(np.array([1.0, 30.0]))
+    assert np.allclose(ends, view.to_pose(np.array([pts[0], pts[-1]])), atol=1e-9)
