@@ -133,6 +133,21 @@ def dots_found(pixels: np.ndarray, rect, points, colors) -> tuple[int, int, floa
     return hits, n, float(differs.mean())
 
 
+def curve_shown(pixels: np.ndarray, rect, geom) -> tuple[int, int]:
+    """Of the time signal's curve samples inside the canvas (every 4th), how many have a pixel of the
+    curve's colour within 1 px."""
+    color = np.asarray(ext("anim_signals.posespace.palette").CURVE[:3])
+    shown = n = 0
+    for x, y in geom.curve[::4]:
+        if not inside(rect, (x, y), 3.0):
+            continue
+        n += 1
+        ix, iy = int(round(x)), int(round(y))
+        patch = pixels[iy - 1:iy + 2, ix - 1:ix + 2].reshape(-1, 3)
+        shown += bool(patch.size and np.abs(patch - color).max(axis=1).min() < 0.15)
+    return shown, n
+
+
 def ring_angles(pixels: np.ndarray, center, scale: float = 1.0) -> int:
     """Of 16 directions, how many have a white pixel (the current-frame ring's colour, drawn over
     everything but the cursor) on the ring's annulus (radii 4.5-6 px) around ``center``."""
@@ -515,7 +530,11 @@ def sketch_drag(area, frames: int, what: str, modifiers: str = "", shot: str = "
           f"max |Blender - core psi({t:g})| {pose_err:.2e}")
     if shot:
         yield RedrawCounter.after(area, "canvas redrawn with the new sequence", n=2)
-        screenshot(shot)
+        rect, geom = canvas_geometry(area, ps)
+        pixels = sidebar_shot(area, shot)
+        shown, n = curve_shown(pixels, rect, geom)
+        check(f"{what}: the new sequence's curve is visible (not hidden under its control points)", shown >= n / 3,
+              f"{shown} of {n} curve samples drawn in the curve's colour; {len(geom.control)} control points")
 
 
 def button_sketch(area, xy) -> Iterator[Wait]:
