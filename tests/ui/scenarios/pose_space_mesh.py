@@ -300,17 +300,18 @@ def press_drag(region, points, started, *, button: int = 1, modifiers: str = "",
 # ----------------------------------------------------------------------------------------------
 
 def run(area) -> Iterator[Wait]:
-    root = bpy.context.scene.anim_signals
-    saved = {(root.pose_space, "k"): root.pose_space.k, (root.pose_space, "l"): root.pose_space.l,
-             (root.pose_space, "m"): root.pose_space.m,
-             (root.pose_space_canvas, "sketch_frames"): root.pose_space_canvas.sketch_frames,
-             (root.pose_space_resample, "speed"): root.pose_space_resample.speed}
+    scene = bpy.context.scene
+    root = scene.anim_signals
+    changed = [(root.pose_space, ("k", "l", "m")), (root.pose_space_canvas, ("sketch_frames",)),
+               (root.pose_space_resample, ("mode", "speed")), (scene, ("frame_start", "frame_end"))]
+    saved = [(owner, name, getattr(owner, name)) for owner, names in changed for name in names]
+    frame = scene.frame_current
     try:
         yield from _scenario(area)
-    finally:
-        for (owner, name), value in saved.items():
+    finally:  # the settings and the scene's range as the next scenario expects them
+        for owner, name, value in saved:
             setattr(owner, name, value)
-        bpy.context.scene.frame_set(1)
+        scene.frame_set(frame)
 
 
 def _scenario(area) -> Iterator[Wait]:
@@ -499,10 +500,12 @@ def button_edit_time(area, xy) -> Iterator[Wait]:
     yield from edit_time_drag(area, pick_button=True)
 
 
-def stroke_points(rect) -> list[tuple[float, float]]:
+def stroke_points(rect, upper: bool) -> list[tuple[float, float]]:
+    """An arc over the upper (or, mirrored, the lower) part of the canvas, 14 whole pixels."""
     x0, y0, w, h = rect
     cx, cy = x0 + w / 2, y0 + h / 2
-    return [px((cx + 0.32 * w * np.cos(t), cy + 0.25 * h * np.sin(t))) for t in np.linspace(0.2, 2.6, 14)]
+    side = 1.0 if upper else -1.0
+    return [px((cx + 0.32 * w * np.cos(t), cy + side * 0.25 * h * np.sin(t))) for t in np.linspace(0.2, 2.6, 14)]
 
 
 def sketch_drag(area, frames: int, what: str, modifiers: str = "", shot: str = "") -> Iterator[Wait]:
@@ -510,7 +513,7 @@ def sketch_drag(area, frames: int, what: str, modifiers: str = "", shot: str = "
     running from the stroke's first point to its last; the mesh shows that sequence's current frame."""
     ps = ps_object()
     rect, geom = canvas_geometry(area, ps)
-    pts = stroke_points(rect)
+    pts = stroke_points(rect, upper=not modifiers)
     yield from press_drag(region_of(area, "UI"), pts, drag_started(SKETCH, ps), modifiers=modifiers, what=what)
     stamp = stamp_of(ps)
     yield Wait(f"{what}: sketch stored", lambda: not modal_running(SKETCH) and stamp_of(ps_object()) != stamp, 10.0,
