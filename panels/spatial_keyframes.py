@@ -65,7 +65,8 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
         if not result.valid or not result.compacted or result.object_name != name:
             return
         col = layout.box().column(align=True)
-        col.label(text=f'Compacted into "{result.written_action}"', icon="CHECKMARK")
+        col.label(text="Compacted into:", icon="CHECKMARK")
+        col.label(text=result.written_action, icon="ACTION")  # a line of its own: long names stay whole
         col.label(text=f"Size {result.size:.0f} ({100 * result.size_ratio:.1f} %)")
         for row in result.schemes:
             col.label(text=f"{row.scheme} ({row.kind.lower()}): {row.error:.4g}")
