@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import bpy
-from uikit import Wait, move_mouse, ui_scale, wheel, xdotool
+from uikit import Wait, button_of, move_mouse, scan_buttons, ui_scale, wheel, xdotool
 
 
 class PanelDraws:
@@ -94,9 +94,20 @@ def scroll_to_bottom(area, sidebar, redraws, *, up: bool = False) -> Iterator[Wa
 
     while True:
         before = top()
-        wheel(sidebar, (sidebar.width * 0.5, sidebar.height * 0.5), 5 if up else -5)
+        wheel(sidebar, (sidebar.width * 0.5, sidebar.height * 0.5), 15 if up else -15)
         # at the bottom nothing moves: a soft wait
         yield Wait("sidebar scrolled", lambda before=before: abs(top() - before) >= 1.0, 1.0, required=False)
         if abs(top() - before) < 1.0:
             break
     yield redraws.after(area, "sidebar drawn scrolled")
+
+
+def button_near(region, idname: str, below: float, found: dict) -> Iterator[Wait]:
+    """Map the buttons of ``region`` down to the one of ``idname``, starting at ``below`` of the
+    region's height (a scan of the whole sidebar takes half a minute over the 3D Viewport, which
+    software GL redraws on every probe), and from the top when it is not there. Returns its (x, y)
+    or None."""
+    yield from scan_buttons(region, found, stop_at=f"bpy.ops.{idname}(", top=region.height * below)
+    if button_of(found, idname) is None:
+        yield from scan_buttons(region, found, stop_at=f"bpy.ops.{idname}(")
+    return button_of(found, idname)

@@ -32,7 +32,7 @@ from uikit import (
     ui_scale,
 )
 
-from ._panels import RegionDraws, open_panel, scroll_to_bottom
+from ._panels import RegionDraws, button_near, open_panel, scroll_to_bottom
 
 BUILD, LIVE, BUILD_POSE_SPACE = ("anim_signals.build_motion_database", "anim_signals.motion_db_live",
                                  "anim_signals.build_pose_space")
@@ -129,9 +129,7 @@ def run(area) -> Iterator[Wait]:
         # the database's rows pushed the Live box down: scroll to the bottom again (where the Live
         # box was, as the panel ends the sidebar) and map the buttons from just above it
         yield from scroll_to_bottom(area, sidebar, redraws)
-        found = {}
-        yield from scan_buttons(sidebar, found, stop_at=LIVE, top=live[1] + 3 * 20 * ui_scale())
-        live = button_of(found, LIVE)
+        live = yield from button_near(sidebar, LIVE, (live[1] + 3 * 20 * ui_scale()) / sidebar.height, {})
         if not check("Start Live button found again below the database", live is not None):
             return
         status = bpy.context.window_manager.anim_signals.motion_db_live
