@@ -205,10 +205,6 @@ def px(xy) -> tuple[float, float]:
     return float(round(xy[0])), float(round(xy[1]))
 
 
-def view_now(area, ob):
-    return canvas_geometry(area, ob)[1].view
-
-
 def main_region(area):
     return region_of(area, "WINDOW")
 
@@ -370,7 +366,7 @@ def _scenario(area) -> Iterator[Wait]:
     # The panel's buttons below the canvas, found once (pins, which add a row above them, come last)
     root.pose_space_canvas.sketch_frames = 30  # the Sketch button carries it
     yield RedrawCounter.after(area, "sidebar redrawn with Sketch Frames 30", n=2)
-    found: dict = {}
+    found = {}
     yield from scan_halves(sidebar, found, top=rect[1] - 4.0, wanted=(*TOOLS, VIEW_ALL, BAKE, RESAMPLE))
     buttons = {tool: find(found, tool, exact=f"bpy.ops.{tool}()" if tool == PIN else None)
                for tool in (*TOOLS, VIEW_ALL, BAKE, RESAMPLE)}
@@ -400,21 +396,26 @@ def _scenario(area) -> Iterator[Wait]:
 
 
 def scan_halves(region, found: dict, *, top: float, wanted) -> Iterator[Wait]:
-    """Map the operator buttons below ``top``: probe every 10 px (at UI scale 1) at 30 % and 70 % of
-    the width (this panel's rows hold one button or two halves; the right half is probed only where the left has a button), until every ``wanted`` operator has
-    answered. ``found``: {python command: (x, y) mean of the spots where it answered}. Fewer probes
-    than uikit.scan_buttons, which crosses each row at ten spots; and each waits until Blender has
-    read the pointer's move (a probe sent with the move answers for the button hot before it)."""
+    """Map the operator buttons below ``top``: probe every 10 px (at UI scale 1) at 30 % of the width,
+    and at 70 % where that found a button (this panel's rows hold one button or two halves), until
+    every ``wanted`` operator has answered, and one line further (a second hit centres the last
+    row). ``found``: {python command: (x, y) mean of the spots where it answered}. Fewer probes than
+    uikit.scan_buttons, which crosses each row at ten spots; and each waits until Blender has read
+    the pointer's move (a probe sent with the move answers for the button hot before it)."""
     step = 10.0 * ui_scale()
     spots: dict = {}
     y = top
-    while y > 0 and not all(any(c.startswith(f"bpy.ops.{w}(") for c in spots) for w in wanted):
-        for fx in (0.3, 0.7):  # the right half only in rows with a button on the left
+    lines_left = -1  # counts down once every wanted button has answered
+    while y > 0 and lines_left != 0:
+        for fx in (0.3, 0.7):
             answer: list = []
             yield from probe_at(region, region.width * fx, y, answer)
             if not answer[0]:
                 break
             spots.setdefault(answer[0], []).append((region.width * fx, y))
+        if lines_left < 0 and all(any(c.startswith(f"bpy.ops.{w}(") for c in spots) for w in wanted):
+            lines_left = 2
+        lines_left -= 1 if lines_left > 0 else 0
         y -= step
     for command, xy in spots.items():
         found.setdefault(command, tuple(np.mean(np.asarray(xy), axis=0)))
