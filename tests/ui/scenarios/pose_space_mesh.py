@@ -616,16 +616,21 @@ def drag_pin_and_undo(area) -> Iterator[Wait]:
     release = (press[0] + 18.0, press[1] + 12.0)
     if not inside(rect, release, 8.0):
         release = (press[0] - 18.0, press[1] - 12.0)
+    shown_before = evaluated_coords(ps_object())
     pins_before = yield from pin_drag(area, i, press, release,
                                       f"Press {d_frame:.1f} px from frame {i}'s dot ({d_control:.1f} px from a control point)")
     yield RedrawCounter.after(area, "canvas redrawn with the pin", n=2)
     screenshot("pose_space_mesh_pin_drag")
+    pin_change = float(np.abs(evaluated_coords(ps_object()) - shown_before).max())
     goto(main_region(area), 300, 300)
     xdotool("key", "ctrl+z")
     yield Wait("Ctrl+Z takes the pin back", lambda: stored_space() is not None
                and same_pins(pins_of(stored_space()), pins_before), 15.0, required=False)
     check("Ctrl+Z after a pin: the pins are back to before", same_pins(pins_of(stored_space()), pins_before),
           f"pins {sorted(pins_of(stored_space()))}, before {sorted(pins_before)}")
+    err = float(np.abs(evaluated_coords(ps_object()) - shown_before).max())
+    check("Ctrl+Z after a pin: the mesh shows the pose from before the pin", err < COORD_TOL < pin_change,
+          f"max |after undo - before the pin| {err:.2e}; the pin had changed it by {pin_change:.3f}")
 
 
 def drag_sketch(area) -> Iterator[Wait]:
