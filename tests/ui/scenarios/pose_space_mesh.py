@@ -779,6 +779,7 @@ def bake_and_resample(area, bake_xy, resample_xy) -> Iterator[Wait]:
     ends = [fc.keyframe_points[-1].co[0] for fc in action.fcurves]
     check("Resample x0.5: baked to the new last frame", ends and all(abs(e - want[1]) < 1e-6 for e in ends),
           f"last keys at {sorted(set(ends))}")
+    yield RedrawCounter.after(area, "window redrawn after the resample", n=2)
     screenshot("pose_space_mesh_resampled")
 
     # A second resample with another Speed in the sidebar: the button starts from the sidebar's
