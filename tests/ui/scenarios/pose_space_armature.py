@@ -124,6 +124,15 @@ def clear_spots(geom, rect, margin: float) -> np.ndarray:
     return grid[d >= margin]
 
 
+def scan_below_canvas(area, ob, found: dict, stop_at: str) -> Iterator[Wait]:
+    """``scan_buttons`` of the sidebar from just below the canvas down (the canvas has no buttons,
+    and probing it row by row costs a round trip per row)."""
+    sidebar = region_of(area, "UI")
+    rect, _ = canvas_geometry(area, ob)
+    top = None if rect is None else min(rect[1] - 2.0, sidebar.height - 6.0 * ui_scale())
+    yield from scan_buttons(sidebar, found, stop_at=stop_at, top=top)
+
+
 def held_drag(region, points, tools: tuple[str, ...], modifiers: str = "") -> Iterator[Wait]:
     """Press at the first point and wait until the press has started one of ``tools``, then move through
     the others and release at the last (``modifiers`` held throughout). Waiting matters: events
@@ -249,14 +258,14 @@ def _scenario(area, sidebar, biped, data, scene, root) -> Iterator[Wait]:
 
     # the panel's buttons (the pins' line in the numbers box moves the rows below it)
     found = {}
-    yield from scan_buttons(sidebar, found, stop_at=f"bpy.ops.{RESAMPLE}(")
+    yield from scan_below_canvas(area, biped, found, f"bpy.ops.{RESAMPLE}(")
     xy = button_of(found, PIN, clear=True, frame=-1)
     if check("Clear Pins button found", xy is not None, ", ".join(sorted(found))):
         click_button(sidebar, xy)
         yield Wait("pins cleared", lambda: not data.load_space(biped).pins, 60.0)
         check("Clear Pins clears every pin", not data.load_space(biped).pins)
     found = {}  # without the pins' line the rows below the numbers move up
-    yield from scan_buttons(sidebar, found, stop_at=f"bpy.ops.{RESAMPLE}(")
+    yield from scan_below_canvas(area, biped, found, f"bpy.ops.{RESAMPLE}(")
 
     # sketch: Shift-drag a stroke through the canvas
     rect, geom = canvas_geometry(area, biped)
