@@ -16,6 +16,7 @@ import json
 import math
 import os
 import time
+import warnings
 
 import _blender_env as be
 
@@ -138,9 +139,11 @@ def compact_clip_file(path: str, args) -> dict:
     t0 = time.perf_counter()
     try:
         clip = sk.read_bvh(path)
-        rows = sk.compare_schemes(clip.quaternions, clip.parents, ratio=args.ratio, selections=args.selection,
-                                  projections=args.projection, optimise=(args.optimise,),
-                                  keep_moving=args.keep_moving, seed=args.seed)
+        with warnings.catch_warnings():  # scipy's gimbal-lock notice from the Euler schemes: part of them, not news
+            warnings.filterwarnings("ignore", message="Gimbal lock detected")
+            rows = sk.compare_schemes(clip.quaternions, clip.parents, ratio=args.ratio, selections=args.selection,
+                                      projections=args.projection, optimise=(args.optimise,),
+                                      keep_moving=args.keep_moving, seed=args.seed)
     except (ValueError, ImportError, MemoryError) as ex:
         raise failed(f"{path}: {ex}") from ex
     if not all(math.isfinite(r["error"]) for r in rows):
