@@ -149,8 +149,12 @@ def run(area) -> Iterator[Wait]:
     scene.frame_start, scene.frame_end = 1, LONG_RUN
     scene.frame_set(3)
     target_before = _coords(tgt)
-    sidebar = region_of(area, "UI")
+    system = bpy.context.preferences.system
+    overlap = system.use_region_overlap
+    system.use_region_overlap = False
     redraws = RegionDraws(bpy.types.SpaceView3D)
+    yield redraws.after(area, "overlap off")
+    sidebar = region_of(area, "UI")
     try:
         button = yield from _find_transfer_button(area, sidebar, redraws)
         if button is None:
@@ -205,6 +209,7 @@ def run(area) -> Iterator[Wait]:
         yield from scroll_to_bottom(area, sidebar, redraws, up=True)  # the next scenario starts at the top
     finally:
         redraws.close()
+        system.use_region_overlap = overlap
 
 
 def _bend_keys(src) -> None:
