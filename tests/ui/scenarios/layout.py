@@ -69,6 +69,7 @@ def run(area) -> Iterator[Wait]:
     prefs = bpy.context.preferences.view  # Resolution Scale (system.ui_scale is read-only: it is this x the DPI's)
     canvas = scene.anim_signals.pose_space_canvas
     scale_before, height_before = float(prefs.ui_scale), int(canvas.height)
+    range_before = (scene.frame_start, scene.frame_end)
     flag = wavy_flag(name="LayoutFlag")
     ps_ob, _, _ = data.build(flag, scene, frame_start=1, frame_end=24, k=12, l=12, m=4)
     make_active(ps_ob)
@@ -79,6 +80,7 @@ def run(area) -> Iterator[Wait]:
     finally:
         prefs.ui_scale = scale_before
         canvas.height = height_before
+        scene.frame_start, scene.frame_end = range_before
         if view_top(sidebar) < top_before - 0.5:  # scrolled: back to the top
             wheel(sidebar, (4.0, sidebar.height / 2), 30)
 
