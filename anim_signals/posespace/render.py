@@ -17,7 +17,7 @@ import numpy as np
 
 from ..imaging import raster
 from . import palette as pal
-from .shapes import dash_mask
+from .shapes import controls_hide_frames, dash_mask
 
 if TYPE_CHECKING:
     from .canvas import CanvasGeometry
@@ -175,6 +175,10 @@ def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int 
         _polyline(img, im(geometry.control_polygon), pal.POLYGON, 1, dash=(5.0, 4.0))
     if len(geometry.curve) >= 2:
         _polyline(img, im(geometry.curve), pal.CURVE, 2)
+    hollow = controls_hide_frames(geometry)
+    if hollow:  # dense controls: hollow squares behind the dots (as the sidebar draws them)
+        for cx, cy in im(geometry.control):
+            raster.draw_rect(img, cx - 5, cy - 5, cx + 6, cy + 6, pal.HANDLE)
     for (cx, cy), col in zip(im(geometry.frame_points), geometry.frame_colors):
         raster.fill_circle(img, cx, cy, 4.0, pal.OUTLINE)
         raster.fill_circle(img, cx, cy, 3.0, col)
@@ -182,7 +186,7 @@ def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int 
         raster.draw_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, pal.SITE)
     for cx, cy in im(geometry.pins):
         raster.fill_circle(img, cx, cy, 7.5, pal.PIN, inner=5.5)
-    for cx, cy in im(geometry.control):
+    for cx, cy in ([] if hollow else im(geometry.control)):
         raster.fill_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, pal.OUTLINE)
         raster.fill_rect(img, cx - 2, cy - 2, cx + 3, cy + 3, pal.HANDLE)
     if geometry.stroke is not None and len(geometry.stroke):

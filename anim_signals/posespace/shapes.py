@@ -27,6 +27,7 @@ __all__ = [
     "FRAME_DISC_SEGMENTS",
     "Mark",
     "canvas_marks",
+    "controls_hide_frames",
     "crosshair_lines",
     "dash_mask",
     "dashed_segments",
@@ -270,12 +271,63 @@ class Mark:
     width: float = 1.0
 
 
+CONTROL_HALF = 3.5  # half the side of a control point's square, in pixels at UI scale 1
+FRAME_RADIUS = 4.0  # a frame dot's radius with its outline, in pixels at UI scale 1
+HOLLOW_HALF = FRAME_RADIUS + 1.5  # a hollow control square frames the dot it sits on
+
+
+def controls_hide_frames(geometry: CanvasGeometry, ui_scale: float = 1.0) -> bool:
+    """Whether the control points' filled squares would cover most frame dots.
+
+    A dense time signal (an interpolating build: about one control point per frame or two) puts a
+    square on nearly every frame dot, so the frames an animator pins and reads the motion from
+    vanish (233 of 240 on the demo biped). The canvas then draws control points as hollow squares
+    a little larger than a dot, behind the dots, so a dot under a control point shows framed by it (:func:`canvas_marks`, and ``render.render_rgba`` alike).
+
+    Parameters
+    ----------
+    geometry : CanvasGeometry
+        What is drawn, in region pixels (``frame_points`` (n, 2) and ``control`` (k, 2)).
+    ui_scale : float
+        The interface scale (sizes follow it).
+
+    Returns
+    -------
+    bool
+        True when more than half of the frame dots touch a control point's square.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> dots = np.array([[0.0, 0.0], [20.0, 0.0], [40.0, 0.0]])
+    >>> controls_hide_frames(SimpleNamespace(frame_points=dots, control=dots + 1.0))
+    True
+    >>> controls_hide_frames(SimpleNamespace(frame_points=dots, control=np.array([[10.0, 30.0]])))
+    False
+    """
+    dots = np.asarray(geometry.frame_points, dtype=float).reshape(-1, 2)
+    controls = np.asarray(geometry.control, dtype=float).reshape(-1, 2)
+    if not len(dots) or not len(controls):
+        return False
+    s = max(ui_scale, 0.5)
+    # Chebyshev distance: a square of half side h touches a disc of radius r when |dx|, |dy| < h + r
+    reach = (CONTROL_HALF + FRAME_RADIUS) * s
+    covered = np.zeros(len(dots), dtype=bool)
+    for start in range(0, len(dots), 4096):  # bounded memory on long clips
+        block = dots[start:start + 4096]
+        gap = np.abs(block[:, None, :] - controls[None, :, :]).max(axis=2)
+        covered[start:start + 4096] = (gap < reach).any(axis=1)
+    return bool(covered.mean() > 0.5)
+
+
 def canvas_marks(geometry: CanvasGeometry, rect: Sequence[float], ui_scale: float = 1.0) -> list[Mark]:
     """Every draw call of a canvas, back to front: the same layers as :func:`~.render.render_rgba`.
 
     Background, the axes through the pose-space origin, the dashed control polygon, the time
     signal's curve, frame dots (outlined, coloured by time), sites (squares), pins (rings),
-    control points (outlined squares), the stroke, the current frame (ring and crosshair) and the
+    control points (outlined squares; hollow and behind the dots when they would hide most of them,
+    :func:`controls_hide_frames`), the stroke, the current frame (ring and crosshair) and the
     cursor (crosshair).
 
     Parameters
@@ -312,14 +364,18 @@ def canvas_marks(geometry: CanvasGeometry, rect: Sequence[float], ui_scale: floa
     if len(geometry.control_polygon) >= 2:
         marks.append(Mark("LINES", dashed_segments(geometry.control_polygon, 5.0 * s, 4.0 * s), POLYGON))
     marks.append(Mark("LINES", polyline_segments(geometry.curve), CURVE, width=2.0 * s))
+    hollow = controls_hide_frames(geometry, s)
+    if hollow:  # dense controls: hollow squares behind the dots, so the frames stay visible
+        marks.append(Mark("LINES", square_lines(geometry.control, HOLLOW_HALF * s), HANDLE))
     if len(geometry.frame_points):
         marks.append(Mark("TRIS", disc_tris(geometry.frame_points, 4.0 * s), OUTLINE))
         colors = np.repeat(np.asarray(geometry.frame_colors, dtype=float), FRAME_DISC_SEGMENTS * 3, axis=0)
         marks.append(Mark("TRIS", disc_tris(geometry.frame_points, 3.0 * s, FRAME_DISC_SEGMENTS), colors=colors))
     marks.append(Mark("LINES", square_lines(geometry.sites, 3.5 * s), SITE))
     marks.append(Mark("TRIS", ring_tris(geometry.pins, 7.5 * s, 5.5 * s), PIN))
-    marks.append(Mark("TRIS", square_tris(geometry.control, 3.5 * s), OUTLINE))
-    marks.append(Mark("TRIS", square_tris(geometry.control, 2.5 * s), HANDLE))
+    if not hollow:
+        marks.append(Mark("TRIS", square_tris(geometry.control, CONTROL_HALF * s), OUTLINE))
+        marks.append(Mark("TRIS", square_tris(geometry.control, (CONTROL_HALF - 1.0) * s), HANDLE))
     if geometry.stroke is not None and len(geometry.stroke):
         marks.append(Mark("LINES", polyline_segments(geometry.stroke), STROKE, width=2.0 * s))
     if geometry.current is not None:

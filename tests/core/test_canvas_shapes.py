@@ -143,8 +143,16 @@ def small_space():
     return build_pose_space(np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t)]), row_size=1)
 
 
+def build_sparse_space():
+    """10 frames, a time signal of 5 control points (sparse: the squares leave the dots free)."""
+    from anim_signals.posespace import build_pose_space
+
+    t = np.linspace(0.0, 2 * np.pi, 10, endpoint=False)
+    return build_pose_space(np.column_stack([np.cos(t), np.sin(t), np.cos(2 * t)]), row_size=1, k=5, l=8)
+
+
 def test_canvas_marks_layers_in_order():
-    space = small_space().with_pins({2: (0.1, 0.2)})
+    space = build_sparse_space().with_pins({2: (0.1, 0.2)})
     rect = (10.0, 20.0, 300.0, 200.0)
     view = fit_space_view(space, 300, 200, origin=rect[:2])
     geometry = canvas_geometry(space, view, current_time=3.0, cursor=(0.0, 0.0), stroke=[[0, 0], [1, 1], [1, 0]])
@@ -162,6 +170,7 @@ def test_canvas_marks_layers_in_order():
     assert marks[3].width == 4.0 and marks[-1].width == 3.0
     origin = view.to_pixels(np.zeros(2))
     np.testing.assert_allclose(marks[1].vertices, [(10, origin[1]), (310, origin[1]), (origin[0], 20), (origin[0], 220)])
+    assert not shapes.controls_hide_frames(geometry, 2.0)
     # no pins, cursor, stroke or current frame: only what there is
     bare = shapes.canvas_marks(canvas_geometry(small_space(), view), rect)
     assert palette.PIN not in [m.color for m in bare] and palette.CURSOR not in [m.color for m in bare]
@@ -194,3 +203,28 @@ def test_inside_includes_the_edges():
     assert inside(rect, (10.0, 20.0)) and inside(rect, (110.0, 70.0)) and inside(rect, (50, 40))
     assert not inside(rect, (9.999, 40.0)) and not inside(rect, (50.0, 70.001))
     assert not inside(None, (50.0, 40.0))
+
+
+def test_dense_control_points_are_drawn_hollow_behind_the_frame_dots():
+    """An interpolating build puts a control point near every frame: filled squares would hide the
+    dots (233 of 240 on the demo biped in a real window), so they are drawn hollow, first."""
+    from anim_signals.posespace import render
+
+    space = small_space()  # the default build interpolates: k = n + 2
+    rect = (0.0, 0.0, 300.0, 200.0)
+    view = fit_space_view(space, 300, 200)
+    geometry = canvas_geometry(space, view)
+    assert shapes.controls_hide_frames(geometry)
+    marks = shapes.canvas_marks(geometry, rect)
+    colours = [m.color if m.colors is None else "by time" for m in marks]
+    hollow = colours.index(palette.HANDLE)
+    assert marks[hollow].primitive == "LINES" and hollow < colours.index("by time")
+    assert colours.count(palette.HANDLE) == 1 and colours.count(palette.OUTLINE) == 1  # no filled squares
+    # every dot's own colour is visible at its centre in the PNG rendering as well
+    img = render.render_rgba(geometry, 300, 200, title="", legend=False, grid=False)
+    h = img.shape[0]
+    last = {(round(x, 3), round(y, 3)): col for (x, y), col in zip(geometry.frame_points, geometry.frame_colors)}
+    for (x, y), col in last.items():  # frames at one spot: the later is drawn on top
+        row, column = int(round(h - 0.5 - y)), int(round(x - 0.5))
+        np.testing.assert_allclose(img[row, column, :3] / (255.0 if img.dtype == np.uint8 else 1.0), col[:3],
+                                   atol=0.02)
