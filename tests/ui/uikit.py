@@ -86,8 +86,24 @@ class Screen:
 
 
 def move_mouse(region, rx: float, ry: float) -> None:
+    """Put the pointer on region pixel (rx, ry). Not sent when the pointer is there already:
+    ``xdotool mousemove --sync`` to the pointer's own position waits for a motion that never comes."""
     sx, sy = Screen.to_screen(region, rx, ry)
-    xdotool("mousemove", "--sync", str(sx), str(sy))
+    where = dict(line.split("=", 1) for line in xdotool("getmouselocation", "--shell").split())
+    if (int(where["X"]), int(where["Y"])) != (sx, sy):
+        xdotool("mousemove", "--sync", str(sx), str(sy))
+
+
+def settle(what: str, ticks: int = 1) -> Wait:
+    """Resume after ``ticks`` driver ticks: Blender's event loop has read and handled the X events
+    sent so far (they are in its queue before the next timer call)."""
+    calls = [0]
+
+    def seen() -> bool:
+        calls[0] += 1
+        return calls[0] >= ticks
+
+    return Wait(what, seen, 5.0)
 
 
 def press_key(key: str) -> None:
@@ -221,8 +237,9 @@ def ui_scale() -> float:
 
 
 def drag(region, points, *, button: int = 1, modifiers: str = "") -> None:
-    """Press ``button`` at the first point, move through the others, release at the last (region
-    pixels). ``modifiers`` ("shift", "ctrl") are held for the whole drag."""
+    """Press, move through ``points`` and release, all sent at once. Only for drags whose result
+    depends on the release point alone: Blender may read the press after the moves (see
+    :func:`press_drag`, which every new drag should use)."""
     if modifiers:
         xdotool("keydown", modifiers)
     try:
@@ -230,6 +247,31 @@ def drag(region, points, *, button: int = 1, modifiers: str = "") -> None:
         xdotool("mousedown", str(button))
         for p in points[1:]:
             move_mouse(region, *p)
+        xdotool("mouseup", str(button))
+    finally:
+        if modifiers:
+            xdotool("keyup", modifiers)
+
+
+def press_drag(region, points, started: Callable[[], bool] | None = None, *, button: int = 1,
+               modifiers: str = "", what: str = "drag") -> Iterator[Wait]:
+    """Press ``button`` at the first point (region pixels), move through the others, release at the
+    last, with ``modifiers`` ("shift", "ctrl") held throughout. Blender reads each X event before the
+    next is sent: Blender 4.3 under Xvfb gives a button event the pointer position it finds when it
+    reads the event, so a press sent together with the moves after it would land at the drag's end.
+    ``started()``, if given, is the state the press puts the tool in (a soft wait)."""
+    if modifiers:
+        xdotool("keydown", modifiers)
+    try:
+        move_mouse(region, *points[0])
+        xdotool("mousedown", str(button))
+        if started is not None:
+            yield Wait(f"{what}: the press starts the drag", started, 5.0, required=False)
+        else:
+            yield settle(f"{what}: press read")
+        for p in points[1:]:
+            move_mouse(region, *p)
+            yield settle(f"{what}: pointer moved")
         xdotool("mouseup", str(button))
     finally:
         if modifiers:
@@ -276,10 +318,13 @@ def install_button_probe() -> None:
 
 
 def probe(region, x: float, y: float, answer: list) -> Iterator[Wait]:
-    """The Python command of the operator button at region pixel (x, y), or "" (appended to ``answer``)."""
+    """The Python command of the operator button at region pixel (x, y), or "" (appended to ``answer``).
+    The key goes out only once Blender has read the move (two ticks: the move and Blender's own
+    re-hover of the button), or the answer would come from the button that was hot before."""
     wm = bpy.context.window_manager
+    move_mouse(region, x, y)
+    yield settle("probe: pointer on the spot", 2)
     wm.clipboard = ""
-    move_mouse(region, x, y)  # X delivers the move before the key: the button is hot when probed
     press_key(PROBE_KEY[1])
     yield Wait("probe answered", lambda: wm.clipboard != "", 20.0)
     text = wm.clipboard
@@ -339,6 +384,10 @@ def find_button(region, idname: str, found: list) -> Iterator[Wait]:
 
 
 def click_button(region, xy) -> None:
+    """A real click at ``xy`` (region pixels). The pointer arrives from one pixel aside, so Blender
+    sees a motion onto the button even when the pointer was on it already (after a modal run the
+    button is not hot until the pointer moves)."""
+    move_mouse(region, xy[0] + 1, xy[1])
     move_mouse(region, *xy)
     xdotool("click", "1")
 
