@@ -68,12 +68,22 @@ def draw_blend_result(layout, r) -> None:
     col.label(text=f"Time: {r.seconds:.2f} s")
 
 
-NAME_SHARE = 0.7  # of a Compare list row, for the action's name
+UNITS_PER_CHAR = 0.35  # UI units a character of the row's numbers takes (7 px, with room to spare)
 
 
 def _distance_text(item) -> str:
     """A compared action's distance to the reference ('' for the reference itself or none)."""
-    return "" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}"
+    return "" if item.distance < 0.0 or item.is_reference else f"{item.distance:.2g}"
+
+
+def numbers_text(item) -> str:
+    """A Compare list row's numbers: its cluster and distance to the reference."""
+    return f"#{item.cluster} {_distance_text(item)}".rstrip()
+
+
+def numbers_units(text: str) -> float:
+    """UI units wide enough for a row's numbers, so they are never cut (the name takes the rest)."""
+    return UNITS_PER_CHAR * len(text) + 0.5
 
 
 def draw_compare_result(layout, root) -> None:
@@ -85,17 +95,20 @@ def draw_compare_result(layout, root) -> None:
     col = box.column(align=True)
     col.label(text=f"{r.actions} actions, {r.clusters} clusters ({r.metric.lower()})", icon="CHECKMARK")
     if r.reference:
-        col.label(text=f"Nearest to {r.reference}:")
+        # the reference's name on a line of its own: after "Nearest to" a long name was cut
+        col.label(text="Nearest to")
+        col.label(text=r.reference, icon="LAYER_ACTIVE")
         for part in r.nearest.split(", "):
             if part:
                 col.label(text=part, icon="DOT")
     box.template_list("ANIM_SIGNALS_UL_compare_results", "", root, "compare_results", root, "compare_index", rows=4)
     col = box.column(align=True)
     if 0 <= root.compare_index < len(root.compare_results):
+        # the selected row's whole name on a line of its own (the row may cut it), its numbers below
         item = root.compare_results[root.compare_index]
-        distance = _distance_text(item)
-        col.label(text=f"{item.action_name}: cluster #{item.cluster}" + (f", distance {distance}" if distance else ""),
-                  icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
+        col.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
+        distance = "" if item.distance < 0.0 or item.is_reference else f"{item.distance:.3g}"
+        col.label(text=f"Cluster #{item.cluster}" + (f", distance {distance}" if distance else ""))
     if r.image_name:
         col.label(text=f'Dendrogram: image "{r.image_name}"', icon="IMAGE_DATA")
     if r.image_path:
@@ -160,13 +173,17 @@ class ANIM_SIGNALS_UL_compare_results(bpy.types.UIList):
     """Compared actions: cluster and distance to the active object's action"""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index=0, flt_flag=0):
-        # the name takes most of the row (a row of three labels gave it a third and cut long names);
+        # the numbers get the width their text needs and the name all the rest (a fixed share cut
+        # both: names at 16 characters and distances to "0.0..." in the default sidebar, issue 16);
         # the selected row's whole name is shown under the list
-        split = layout.split(factor=NAME_SHARE, align=True)
-        split.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "ACTION")
-        row = split.row(align=True)
-        row.label(text=f"#{item.cluster}")
-        row.label(text=_distance_text(item))
+        # (only the reference row has an icon: an action icon on every row took a name's 3 characters)
+        row = layout.row(align=True)
+        row.label(text=item.action_name, icon="LAYER_ACTIVE" if item.is_reference else "NONE")
+        text = numbers_text(item)
+        numbers = row.row(align=True)
+        numbers.alignment = "RIGHT"
+        numbers.ui_units_x = numbers_units(text)
+        numbers.label(text=text)
 
 
 class ANIM_SIGNALS_PT_compare(_DopeSheetSignalsPanel, bpy.types.Panel):

@@ -625,25 +625,25 @@ def test_panels_draw_settings_and_results(scene, tmp_path):
     assert ("operator", "anim_signals.compare_actions") in calls
     assert ("list", "ANIM_SIGNALS_UL_compare_results") in calls
     assert any(c[0] == "label" and "Dendrogram" in c[1] for c in calls)
-    # the Compare list's rows give the name most of the width, and the selected row's whole name is
-    # written under the list (issue 16: three equal labels cut long action names)
+    # the Compare list's rows give the numbers the width their text needs and the name the rest,
+    # and the selected row's whole name is written on a line of its own under the list (issue 16:
+    # a fixed share cut names to 16 characters and distances to "0.0..." in the default sidebar)
     root = scene.anim_signals
     root.compare_index = len(root.compare_results) - 1
     chosen = root.compare_results[root.compare_index]
     calls = _draw("ANIM_SIGNALS_PT_compare", scene)
-    assert any(c[0] == "label" and c[1].startswith(f"{chosen.action_name}: cluster #{chosen.cluster}") for c in calls)
-    splits: list = []
-
-    class _Row(FakeLayout):
-        def split(self, factor=0.0, **kwargs):
-            splits.append(factor)
-            return FakeLayout(self.calls)
-
+    assert ("label", chosen.action_name) in calls and ("label", root.last_compare.reference) in calls
+    assert any(c[0] == "label" and c[1].startswith(f"Cluster #{chosen.cluster}") for c in calls)
+    other = next(r for r in root.compare_results if not r.is_reference)
     row_calls: list = []
-    bpy.types.ANIM_SIGNALS_UL_compare_results.draw_item(None, bpy.context, _Row(row_calls), root, chosen, 0, root,
+    bpy.types.ANIM_SIGNALS_UL_compare_results.draw_item(None, bpy.context, FakeLayout(row_calls), root, other, 0, root,
                                                         "compare_index")
-    assert splits and splits[0] >= 0.6
-    assert ("label", chosen.action_name) in row_calls
+    assert row_calls[1] == ("label", other.action_name)
+    numbers = row_calls[2][1]
+    text = row_calls[3][1]
+    assert text == f"#{other.cluster} {other.distance:.2g}" and numbers.alignment == "RIGHT"
+    # 11 px UI text: the characters of numbers are at most 7 px wide, a UI unit is 20 px
+    assert numbers.ui_units_x * 20 >= 7 * len(text)
 
 
 def test_registered_with_tooltips_and_menus(scene):
