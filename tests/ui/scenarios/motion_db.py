@@ -97,6 +97,7 @@ def run(area) -> Iterator[Wait]:
     view = region_of(area, "WINDOW")
     redraws = RegionDraws(bpy.types.SpaceView3D)
     try:
+        yield from scroll_to_bottom(area, sidebar, redraws, up=True)  # an earlier scenario may have scrolled it
         found: dict = {}
         yield from scan_buttons(sidebar, found, stop_at=BUILD_POSE_SPACE)
         above = button_of(found, BUILD_POSE_SPACE)

@@ -156,6 +156,7 @@ def run(area) -> Iterator[Wait]:
     yield redraws.after(area, "overlap off")
     sidebar = region_of(area, "UI")
     try:
+        yield from scroll_to_bottom(area, sidebar, redraws, up=True)  # an earlier scenario may have scrolled it
         button = yield from _find_transfer_button(area, sidebar, redraws)
         if button is None:
             return
