@@ -24,6 +24,7 @@ from uikit import (
     click_button,
     ext,
     make_active,
+    modal_running,
     move_mouse,
     press_key,
     region_of,
@@ -36,6 +37,7 @@ from ._panels import RegionDraws, button_near, open_panel, scroll_to_bottom
 
 BUILD, LIVE, BUILD_POSE_SPACE = ("anim_signals.build_motion_database", "anim_signals.motion_db_live",
                                  "anim_signals.build_pose_space")
+RECONSTRUCT = "anim_signals.reconstruct_motion"
 WALK, JUMP = "MDB_Walk", "MDB_Jump"
 STEPS = 6  # frames stepped by Right-arrow presses (each about 1 s: the viewport draws in software)
 MAX_MS = 50.0  # a live frame must take less (the issue measured about 1 ms)
@@ -130,6 +132,25 @@ def run(area) -> Iterator[Wait]:
         # the database's rows pushed the Live box down: scroll to the bottom again (where the Live
         # box was, as the panel ends the sidebar) and map the buttons from just above it
         yield from scroll_to_bottom(area, sidebar, redraws)
+
+        # Esc on a long (modal) reconstruction: nothing is written
+        settings.k, settings.window = 1024, 128
+        yield redraws.after(area, "the button carries the long run's settings")
+        reconstruct = yield from button_near(sidebar, RECONSTRUCT, (live[1] + 6 * 20 * ui_scale()) / sidebar.height, {})
+        if not check("Reconstruct Motion button found", reconstruct is not None):
+            return
+        actions_before = set(bpy.data.actions.keys())
+        click_button(sidebar, reconstruct)
+        yield Wait("the click starts the reconstruction", lambda: modal_running(RECONSTRUCT), 20.0)
+        check("Reconstruct Motion runs modal in the window", modal_running(RECONSTRUCT))
+        move_mouse(sidebar, sidebar.width / 2, 40)
+        press_key("Escape")
+        yield Wait("Esc ends the reconstruction", lambda: not modal_running(RECONSTRUCT), 30.0)
+        check("Esc cancels the reconstruction: no action written, the walk still assigned",
+              set(bpy.data.actions.keys()) == actions_before and walker.animation_data.action.name == WALK
+              and not settings.last_action, f"new actions {sorted(set(bpy.data.actions.keys()) - actions_before)}")
+        settings.k, settings.window = 32, 32
+        yield redraws.after(area, "the buttons carry the live settings")
         live = yield from button_near(sidebar, LIVE, (live[1] + 3 * 20 * ui_scale()) / sidebar.height, {})
         if not check("Start Live button found again below the database", live is not None):
             return
