@@ -236,23 +236,6 @@ def ui_scale() -> float:
     return float(bpy.context.preferences.system.ui_scale)
 
 
-def drag(region, points, *, button: int = 1, modifiers: str = "") -> None:
-    """Press, move through ``points`` and release, all sent at once. Only for drags whose result
-    depends on the release point alone: Blender may read the press after the moves (see
-    :func:`press_drag`, which every new drag should use)."""
-    if modifiers:
-        xdotool("keydown", modifiers)
-    try:
-        move_mouse(region, *points[0])
-        xdotool("mousedown", str(button))
-        for p in points[1:]:
-            move_mouse(region, *p)
-        xdotool("mouseup", str(button))
-    finally:
-        if modifiers:
-            xdotool("keyup", modifiers)
-
-
 def press_drag(region, points, started: Callable[[], bool] | None = None, *, button: int = 1,
                modifiers: str = "", what: str = "drag") -> Iterator[Wait]:
     """Press ``button`` at the first point (region pixels), move through the others, release at the
@@ -390,6 +373,24 @@ def click_button(region, xy) -> None:
     move_mouse(region, xy[0] + 1, xy[1])
     move_mouse(region, *xy)
     xdotool("click", "1")
+
+
+# ----------------------------------------------------------------------------------------------
+# the pose-space canvas
+# ----------------------------------------------------------------------------------------------
+
+def canvas_geometry(area, ob):
+    """The canvas rectangle in ``area``'s sidebar (x, y, w, h region pixels) and the core's geometry
+    of it for ``ob``'s pose space: what the draw callback draws (view, frames, control points,
+    current frame, cursor). (None, None) when the canvas is not shown."""
+    data = ext("operators.pose_space")
+    canvas_state = ext("operators.pose_space.canvas_state")
+    sidebar = region_of(area, "UI")
+    with override(area, sidebar):
+        rect = canvas_state.canvas_rect(bpy.context, sidebar)
+        space = data.load_space(ob)
+        geom = canvas_state.canvas_geometry_for(bpy.context, ob, space, rect) if rect else None
+    return rect, geom
 
 
 # ----------------------------------------------------------------------------------------------

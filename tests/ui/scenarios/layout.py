@@ -16,6 +16,7 @@ from uikit import (
     RedrawCounter,
     Wait,
     button_of,
+    canvas_geometry,
     check,
     click_button,
     ext,
@@ -32,7 +33,6 @@ from uikit import (
 )
 
 from scenarios.pose_space_armature import (
-    canvas_geometry,
     dots_found,
     held_drag,
     scan_below_canvas,

@@ -16,21 +16,20 @@ from uikit import (
     RedrawCounter,
     Wait,
     button_of,
+    canvas_geometry,
     check,
     click_button,
     demo_biped,
-    drag,
     ext,
     make_active,
     modal_running,
     move_mouse,
-    override,
+    press_drag,
     region_of,
     region_pixels,
     scan_buttons,
     screenshot,
     ui_scale,
-    xdotool,
 )
 
 BUILD = "anim_signals.build_pose_space"
@@ -39,22 +38,10 @@ SKETCH = "anim_signals.pose_space_sketch"
 EDIT_TIME = "anim_signals.pose_space_edit_time"
 BAKE = "anim_signals.pose_space_bake"
 RESAMPLE = "anim_signals.pose_space_resample"
+NAVIGATE = "anim_signals.pose_space_navigate"
 PINNED_FRAMES = 5  # frames pinned by presses on their dots, spread over the sequence
 CLEAR_PX = 11.0  # a navigate press/release this far (x UI scale) from every frame and control point
 # (the press dispatcher picks within 8 px x UI scale)
-
-
-def canvas_geometry(area, ob):
-    """The canvas rectangle in the sidebar (x, y, w, h region pixels) and the core's geometry of it
-    (what the draw callback draws)."""
-    data = ext("operators.pose_space")
-    canvas_state = ext("operators.pose_space.canvas_state")
-    sidebar = region_of(area, "UI")
-    with override(area, sidebar):
-        rect = canvas_state.canvas_rect(bpy.context, sidebar)
-        space = data.load_space(ob)
-        geom = canvas_state.canvas_geometry_for(bpy.context, ob, space, rect) if rect else None
-    return rect, geom
 
 
 def uncovered_dots(geom, scale: float) -> np.ndarray:
@@ -147,22 +134,11 @@ def scan_below_canvas(area, ob, found: dict, stop_at: str) -> Iterator[Wait]:
 
 
 def held_drag(region, points, tools: tuple[str, ...], modifiers: str = "") -> Iterator[Wait]:
-    """Press at the first point and wait until the press has started one of ``tools``, then move through
-    the others and release at the last (``modifiers`` held throughout). Waiting matters: events
-    sent while Blender is busy are queued, and the press is then handled with the mouse where the
-    later moves put it (measured: a fast drag from one dot pinned the frame under the release)."""
-    if modifiers:
-        xdotool("keydown", modifiers)
-    try:
-        move_mouse(region, *points[0])
-        xdotool("mousedown", "1")
-        yield Wait(f"the press starts {' or '.join(tools)}", lambda: any(modal_running(t) for t in tools), 20.0)
-        for p in points[1:]:
-            move_mouse(region, *p)
-        xdotool("mouseup", "1")
-    finally:
-        if modifiers:
-            xdotool("keyup", modifiers)
+    """``press_drag`` that waits until the press has started one of ``tools`` (events sent while
+    Blender is busy are queued, and a press handled late lands where the later moves put it:
+    measured, a fast drag from one dot pinned the frame under the release)."""
+    yield from press_drag(region, points, lambda: any(modal_running(t) for t in tools), modifiers=modifiers,
+                          what=f"drag with {' or '.join(tools)}")
 
 
 def run(area) -> Iterator[Wait]:
@@ -226,7 +202,8 @@ def _scenario(area, sidebar, biped, data, scene, root) -> Iterator[Wait]:
     press = spots[np.argmin(np.linalg.norm(spots - (centre - [rect[2] / 5, 0]), axis=1))]
     release = spots[np.argmin(np.linalg.norm(spots - (centre + [rect[2] / 5, rect[3] / 6]), axis=1))]
     before = bone_values(biped)
-    drag(sidebar, [tuple(press), tuple((press + release) / 2), tuple(release)])
+    yield from press_drag(sidebar, [tuple(press), tuple((press + release) / 2), tuple(release)],
+                          lambda: modal_running(NAVIGATE), what="navigate drag")
     target = geom.view.to_pose(release)
     cursor = lambda: data.canvas_state.state_of(biped).cursor  # noqa: E731
     yield Wait("navigate drag released", lambda: not modal_running("anim_signals.pose_space_navigate")

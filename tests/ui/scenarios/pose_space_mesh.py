@@ -15,20 +15,21 @@ from collections.abc import Iterator
 import bpy
 import numpy as np
 from uikit import (
-    PROBE_KEY,
-    PROBE_MISS,
     RedrawCounter,
-    Screen,
     Wait,
+    canvas_geometry,
     check,
     ext,
     make_active,
     modal_running,
-    override,
+    move_mouse,
+    press_drag,
     press_key,
+    probe,
     region_of,
     region_pixels,
     screenshot,
+    settle,
     ui_scale,
     wavy_flag,
     xdotool,
@@ -62,19 +63,6 @@ def ps_object():
 def stored_space():
     ob = ps_object()
     return None if ob is None else ext("operators.pose_space").load_space(ob)
-
-
-def canvas_geometry(area, ob):
-    """The canvas rectangle in the sidebar (x, y, w, h region pixels) and the core's geometry of it
-    (what the draw callback draws: view, current frame, cursor)."""
-    data = ext("operators.pose_space")
-    canvas_state = ext("operators.pose_space.canvas_state")
-    sidebar = region_of(area, "UI")
-    with override(area, sidebar):
-        rect = canvas_state.canvas_rect(bpy.context, sidebar)
-        space = data.load_space(ob)
-        geom = canvas_state.canvas_geometry_for(bpy.context, ob, space, rect) if rect else None
-    return rect, geom
 
 
 def evaluated_coords(ob) -> np.ndarray:
@@ -213,50 +201,17 @@ def main_region(area):
 # real events, one at a time
 # ----------------------------------------------------------------------------------------------
 
-def goto(region, x: float, y: float) -> None:
-    """uikit.move_mouse unless the pointer is there already: ``xdotool mousemove --sync`` to where
-    the pointer is waits forever for a motion event that never comes (and blocks Blender)."""
-    sx, sy = Screen.to_screen(region, x, y)
-    where = dict(line.split("=", 1) for line in xdotool("getmouselocation", "--shell").split())
-    if (int(where["X"]), int(where["Y"])) != (sx, sy):
-        xdotool("mousemove", "--sync", str(sx), str(sy))
-
-
 def click(region, xy) -> Iterator[Wait]:
     """A left click once Blender has read everything sent before (the probe key's modifier releases,
     the move that makes the button hot)."""
-    goto(region, *xy)
+    move_mouse(region, *xy)
     yield settle("pointer on the button", 2)
     xdotool("click", "1")
-
-
-def probe_at(region, x: float, y: float, answer: list) -> Iterator[Wait]:
-    """uikit.probe, with the pointer's move read by Blender before the probe key (a key sent with the
-    move answers for the button that was hot before it)."""
-    wm = bpy.context.window_manager
-    goto(region, x, y)
-    yield settle("probe: pointer on the spot", 2)  # the move, then the one Blender adds to make a button hot
-    wm.clipboard = ""
-    xdotool("key", PROBE_KEY[1])
-    yield Wait("probe answered", lambda: wm.clipboard != "", 20.0)
-    answer.append("" if wm.clipboard == PROBE_MISS else wm.clipboard)
 
 
 # ----------------------------------------------------------------------------------------------
 # dragging: one X event at a time
 # ----------------------------------------------------------------------------------------------
-
-def settle(what: str, ticks: int = 1) -> Wait:
-    """Resume after ``ticks`` driver ticks: Blender's loop has read and handled the X events sent so
-    far (they are in its queue before the next timer call)."""
-    calls = [0]
-
-    def seen() -> bool:
-        calls[0] += 1
-        return calls[0] >= ticks
-
-    return Wait(what, seen, 5.0)
-
 
 def drag_started(tool: str, ob):
     """The state a press on the canvas puts ``tool`` in (its drag has begun)."""
@@ -269,26 +224,6 @@ def drag_started(tool: str, ob):
     if tool in (EDIT_TIME, PIN):
         return lambda: modal_running(tool) and st.preview is not None
     return lambda: modal_running(tool)
-
-
-def press_drag(region, points, started, *, button: int = 1, modifiers: str = "", what: str = "drag") -> Iterator[Wait]:
-    """Press at the first point, move through the others, release at the last, letting Blender read
-    each X event before the next: Blender 4.3 under Xvfb gives a button event the pointer position
-    it finds when it reads the event, so a press sent together with the moves after it lands at the
-    drag's end (uikit.drag does that). ``started()`` is the state the press puts the tool in."""
-    if modifiers:
-        xdotool("keydown", modifiers)
-    try:
-        goto(region, *points[0])
-        xdotool("mousedown", str(button))
-        yield Wait(f"{what}: the press starts the drag", started, 5.0, required=False)
-        for p in points[1:]:
-            goto(region, *p)
-            yield settle(f"{what}: pointer moved")
-        xdotool("mouseup", str(button))
-    finally:
-        if modifiers:
-            xdotool("keyup", modifiers)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -349,7 +284,7 @@ def _scenario(area) -> Iterator[Wait]:
     ring0 = geom.current.copy()
     check("current-frame ring drawn at the core's position for frame 1", ring_angles(pixels, ring0) >= 12,
           f"{ring_angles(pixels, ring0)} of 16 directions white at {np.round(ring0, 1)}")
-    goto(main_region(area), 300, 300)
+    move_mouse(main_region(area), 300, 300)
     xdotool("key", "--repeat", "7", "--delay", "30", "Right")
     yield Wait("Right arrow x7: frame 8", lambda: scene.frame_current == 8, 20.0)
     yield RedrawCounter.after(area, "canvas redrawn at frame 8", n=2)
@@ -409,7 +344,7 @@ def scan_halves(region, found: dict, *, top: float, wanted) -> Iterator[Wait]:
     while y > 0 and lines_left != 0:
         for fx in (0.3, 0.7):
             answer: list = []
-            yield from probe_at(region, region.width * fx, y, answer)
+            yield from probe(region, region.width * fx, y, answer)
             if not answer[0]:
                 break
             spots.setdefault(answer[0], []).append((region.width * fx, y))
@@ -622,7 +557,7 @@ def drag_pin_and_undo(area) -> Iterator[Wait]:
     yield RedrawCounter.after(area, "canvas redrawn with the pin", n=2)
     screenshot("pose_space_mesh_pin_drag")
     pin_change = float(np.abs(evaluated_coords(ps_object()) - shown_before).max())
-    goto(main_region(area), 300, 300)
+    move_mouse(main_region(area), 300, 300)
     xdotool("key", "ctrl+z")
     yield Wait("Ctrl+Z takes the pin back", lambda: stored_space() is not None
                and same_pins(pins_of(stored_space()), pins_before), 15.0, required=False)
@@ -646,7 +581,7 @@ def zoom_and_pan(area) -> Iterator[Wait]:
     about = px((rect[0] + 0.4 * rect[2], rect[1] + 0.55 * rect[3]))
     old = geom.frame_points.copy()
     scale = geom.view.scale
-    goto(region_of(area, "UI"), *about)
+    move_mouse(region_of(area, "UI"), *about)
     xdotool("click", "--repeat", "2", "4")  # wheel up twice: zoom in
     yield Wait("two wheel clicks zoom", lambda: abs(canvas_geometry(area, ps)[1].view.scale - scale * step ** 2)
                < 1e-6 * scale, 10.0, required=False)
@@ -706,13 +641,13 @@ def escape_navigate(area) -> Iterator[Wait]:
     before, cursor_before = evaluated_coords(ps), cursor_of(ps)
     a, b = far_pair(free_spots(geom, rect, space, geom.view))
     sidebar = region_of(area, "UI")
-    goto(sidebar, *a)
+    move_mouse(sidebar, *a)
     yield settle("Esc test: pointer at the press point")
     xdotool("mousedown", "1")
     yield Wait("Esc test: the press starts navigating", drag_started(NAVIGATE, ps), 5.0, required=False)
-    goto(sidebar, (a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
+    move_mouse(sidebar, (a[0] + b[0]) / 2, (a[1] + b[1]) / 2)
     yield settle("Esc test: pointer moved")
-    goto(sidebar, *b)
+    move_mouse(sidebar, *b)
     p = ext("anim_signals.posespace.canvas").near_the_frames(space.positions, geom.view.to_pose(np.asarray(b)))[0]
     yield Wait("the pose follows the drag", lambda: modal_running(NAVIGATE)
                and float(np.abs(evaluated_coords(ps) - space.at(p)).max()) < COORD_TOL, 10.0, required=False)
