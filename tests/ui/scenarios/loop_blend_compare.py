@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Iterator
 
+import blf
 import bpy
 import numpy as np
 from uikit import (
@@ -23,6 +24,7 @@ from uikit import (
     button_of,
     check,
     click_button,
+    ext,
     make_active,
     modal_running,
     move_mouse,
@@ -30,6 +32,7 @@ from uikit import (
     override,
     press_key,
     region_of,
+    region_pixels,
     scan_buttons,
     screenshot,
     ui_scale,
@@ -233,6 +236,50 @@ def _blend(area, sidebar, fast, slow, redraws, loop_y: float) -> Iterator[Wait]:
     return button[1]
 
 
+def _text_width(text: str) -> float:
+    """Pixels the UI font (11 pt at the UI scale) takes for ``text``, by Blender's own font code."""
+    blf.size(0, 11.0 * ui_scale())
+    return blf.dimensions(0, text)[0]
+
+
+def _check_list_text(sidebar, root, path) -> None:
+    """Issue 16 item 4 in the picture: each Compare list row's name and numbers are drawn whole.
+
+    The rows are found from the selected (first) row's highlight colour and the row pitch; in each,
+    the white text splits at its widest gap into the name and the right-aligned numbers, whose
+    widths must be those of the whole texts (Blender's font code), not of texts cut with "...".
+    Rows whose name cannot fit the sidebar's default width (the blend's 46 characters) are left out.
+    """
+    numbers_text = ext("panels.loop_blend_compare").numbers_text  # the row's numbers, as the panel writes them
+    px = region_pixels(path, sidebar)
+    selected = np.array(bpy.context.preferences.themes[0].user_interface.wcol_list_item.inner_sel[:3])
+    highlight = np.all(np.abs(px - selected) < 0.02, axis=2)
+    rows_y = np.where(highlight.sum(axis=1) > 0.3 * sidebar.width)[0]
+    if not check("the selected row of the Compare list is found in the picture", rows_y.size > 0):
+        return
+    xs = np.where(highlight[rows_y[rows_y.size // 2]])[0]
+    x0, x1, y_mid = int(xs.min()), int(xs.max()), 0.5 * (rows_y.min() + rows_y.max())
+    pitch = 20.0 * ui_scale()
+    white = px.min(axis=2) > 0.6
+    room = 0.6 * (x1 - x0)  # a name wider than this cannot be drawn whole beside its numbers
+    measured = []
+    for k, row in enumerate(root.compare_results):
+        name_w, numbers_w = _text_width(row.action_name), _text_width(numbers_text(row))
+        if row.is_reference or name_w > room:
+            continue
+        yc = y_mid - k * pitch
+        band = white[int(yc - 0.3 * pitch):int(yc + 0.3 * pitch) + 1, x0:x1 + 1]
+        cols = np.where(band.any(axis=0))[0]
+        if cols.size < 2:
+            measured.append((row.action_name, -1, name_w, -1, numbers_w))
+            continue
+        split = int(np.argmax(np.diff(cols)))
+        measured.append((row.action_name, cols[split] - cols[0] + 1, name_w, cols[-1] - cols[split + 1] + 1, numbers_w))
+    check("the Compare list draws the names and distances whole (issue 16 item 4)",
+          bool(measured) and all(abs(a - b) <= 3 and abs(c - d) <= 3 for _, a, b, c, d in measured),
+          "; ".join(f"{n}: name {a} px of {b:.0f}, numbers {c} px of {d:.0f}" for n, a, b, c, d in measured))
+
+
 def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     root = bpy.context.scene.anim_signals
     names = [FAST, SLOW, f"{FAST}.loop", f"{FAST}+{SLOW} 0.50", JUMP]
@@ -306,7 +353,7 @@ def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     check("the jump is a cluster of its own", all(clusters[n] != clusters[JUMP] for n in names if n != JUMP),
           f"clusters {clusters}")
     yield from scroll_to_bottom(area, sidebar, redraws)
-    screenshot("lbc_compare_done")
+    _check_list_text(sidebar, root, screenshot("lbc_compare_done"))
     # the same comparison run headless (exec, no window) gives the same numbers
     with override(area, sidebar):
         bpy.ops.anim_signals.compare_actions("EXEC_DEFAULT", actions=root.compare.actions, n_samples=100)
