@@ -11,7 +11,9 @@ set -euo pipefail
 
 UI_ROOT="${ANIM_SIGNALS_UI_ROOT:-$HOME/.cache/anim_signals/ui-root}"
 SUITE=trixie
-PACKAGES=blender,xvfb,xauth,xdotool,x11-apps,imagemagick,libgl1-mesa-dri,python3-scipy,python3-numpy,python3-pip
+# python3-sklearn: the spatial-keyframe projections (scikit-learn is bundled as a wheel in the zip;
+# Debian's 1.4 has every estimator they use)
+PACKAGES=blender,xvfb,xauth,xdotool,x11-apps,imagemagick,libgl1-mesa-dri,python3-scipy,python3-numpy,python3-pip,python3-sklearn
 # Bumping this string rebuilds every cached root.
 STAMP_TEXT="suite=$SUITE packages=$PACKAGES cma=wheel v1"
 STAMP="$UI_ROOT/.anim_signals_ui_root"
