@@ -8,6 +8,7 @@ SCENARIOS = (
     "fit_spline",
     "pose_space_mesh",
     "pose_space_armature",
+    "pose_space_bounds",
     "spatial_keyframes",  # before motion_db and transfer: it finds its header below closed panels
     "loop_blend_compare",
     "motion_db",
