@@ -165,7 +165,7 @@ def test_zip_contents(linux_zip: Path) -> None:
     assert any(n.startswith("wheels/scikit_learn-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
     for dep in ("joblib", "threadpoolctl"):  # scikit-learn's runtime dependencies
         assert any(n.startswith(f"wheels/{dep}-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
-    assert len(wheels) == 2, f"only the Linux scipy wheel and cma belong in the Linux zip: {wheels}"
+    assert len(wheels) == 5, f"only the Linux scipy and scikit-learn wheels, cma, joblib and threadpoolctl belong in the Linux zip: {wheels}"
     assert 'platforms = ["linux-x64"]' in manifest
     # Development files stay out of the package.
     for prefix in ("tests/", "scripts/", ".venv", ".git/", "dist/", "docs/", ".ci/"):
