@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 
 from .rotations import as_quaternions, hemisphere_align
 
-__all__ = ["GeneratedClip", "articulated_chain", "generated_biped"]
+__all__ = ["GeneratedClip", "articulated_chain", "generated_biped", "turns_about_z"]
 
 
 @dataclass(frozen=True)
@@ -168,3 +168,26 @@ def generated_biped(n_frames: int = 180, *, seed: int = 0, fps: float = 30.0,
         q[:, j] = as_quaternions(Rotation.from_euler("xyz", a, degrees=True).as_matrix())
     return GeneratedClip(hemisphere_align(q), [p for _, p, _ in _BIPED], [n for n, _, _ in _BIPED],
                          np.array([o for _, _, o in _BIPED], dtype=float))
+
+
+def turns_about_z(angles) -> np.ndarray:
+    """One joint turning about z: quaternions (w, x, y, z) of rotations by ``angles`` (radians).
+
+    Parameters
+    ----------
+    angles : array_like, shape (N,)
+
+    Returns
+    -------
+    ndarray, shape (N, 1, 4)
+
+    Examples
+    --------
+    >>> turns_about_z([0.0, np.pi]).round(6).tolist()
+    [[[1.0, 0.0, 0.0, 0.0]], [[0.0, 0.0, 0.0, 1.0]]]
+    """
+    a = np.asarray(angles, dtype=float)
+    q = np.zeros((len(a), 1, 4))
+    q[:, 0, 0] = np.cos(a / 2)
+    q[:, 0, 3] = np.sin(a / 2)
+    return q

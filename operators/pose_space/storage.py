@@ -64,6 +64,7 @@ from ...anim_signals.posespace import PoseSpace, shape_from_keys
 from ..blender_data.actions import id_read_only_reason
 from ..blender_data.armatures import PoseWriter
 from ..blender_data.shape_keys import read_key_block_coords
+from ..common.model_cache import ModelCache
 from ..common.transaction import current_transaction
 from .gradient import GradientRows
 
@@ -241,8 +242,7 @@ class Binding:
         self._gradient = rows
 
 
-_CACHE: dict[tuple, tuple[PoseSpace, Binding]] = {}  # (object pointer, token, structure) -> loaded
-_CACHE_SIZE = 8
+_CACHE: ModelCache[tuple[PoseSpace, Binding]] = ModelCache()  # (object pointer, token, structure) -> loaded
 
 
 def _arr(group, name: str, shape: tuple[int, ...] | None = None, dtype=float) -> np.ndarray:
@@ -344,20 +344,12 @@ def cached(ob) -> tuple[PoseSpace, Binding]:
     stored version and structure of its keys / bones. Raises :class:`PoseSpaceDataError`."""
     token = str(ob[PROP].get("token", ""))
     key = (ob.as_pointer(), token, _structure(ob))
-    hit = _CACHE.get(key)
-    if hit is None:
-        hit = _load_uncached(ob)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = hit
-    return hit
+    return _CACHE.get(key, lambda: _load_uncached(ob))
 
 
 def forget(ob) -> None:
     """Drop the cached loads of ``ob`` (after it was written anew)."""
-    ptr = ob.as_pointer()
-    for key in [k for k in _CACHE if k[0] == ptr]:
-        del _CACHE[key]
+    _CACHE.forget(ob.as_pointer())
 
 
 def load_space(ob, *, use_cache: bool = True) -> PoseSpace | None:

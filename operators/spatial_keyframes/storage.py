@@ -33,14 +33,14 @@ import numpy as np
 
 from ...anim_signals.spatialkeys import RotationRBF, SpatialKeyframeClip
 from ..blender_data.bone_rotations import BoneRotationWriter
+from ..common.model_cache import ModelCache
 from ..common.transaction import current_transaction
 
 __all__ = ["PROP", "LoadedModel", "ModelDataError", "load_model", "model_info", "store_model"]
 
 PROP = "anim_signals_spatial_keyframes"
 VERSION = 1
-_CACHE: dict[tuple, LoadedModel] = {}
-_CACHE_SIZE = 8
+_CACHE: ModelCache[LoadedModel] = ModelCache()
 
 
 class ModelDataError(ValueError):
@@ -124,13 +124,7 @@ def load_model(ob: Any) -> LoadedModel | None:
     if ob.type != "ARMATURE":
         raise ModelDataError(f'"{ob.name}" is not an armature: its spatial keyframes cannot pose it')
     key = (ob.as_pointer(), str(ob[PROP].get("token", "")), _structure(ob))
-    hit = _CACHE.get(key)
-    if hit is None:
-        hit = _load_uncached(ob)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = hit
-    return hit
+    return _CACHE.get(key, lambda: _load_uncached(ob))
 
 
 def marker_points(ob: Any) -> np.ndarray:

@@ -220,24 +220,29 @@ def quaternion_track(frames: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return np.column_stack([np.cos(half), axis * np.sin(half)[:, None]])
 
 
-def make_armature(name: str = "Rig", n_frames: int = 80, seed: int = 2):
-    """A 4-bone chain: root with location + euler keys, a quaternion bone, two euler bones."""
+def new_armature(name: str, bones) -> bpy.types.Object:
+    """An armature object linked to the scene and made active, its bones from ``bones``: (name,
+    head, tail, parent name or None, connected) in parent-first order."""
     arm = bpy.data.armatures.new(name)
     ob = bpy.data.objects.new(name, arm)
     bpy.context.scene.collection.objects.link(ob)
     bpy.context.view_layer.objects.active = ob
     ob.select_set(True)
     bpy.ops.object.mode_set(mode="EDIT")
-    parent = None
-    for i in range(4):
-        eb = arm.edit_bones.new(f"B{i}")
-        eb.head = (0.0, 0.0, float(i))
-        eb.tail = (0.0, 0.0, float(i + 1))
+    for bone, head, tail, parent, connected in bones:
+        eb = arm.edit_bones.new(bone)
+        eb.head, eb.tail = tuple(head), tuple(tail)
         if parent is not None:
-            eb.parent = parent
-            eb.use_connect = True
-        parent = eb
+            eb.parent = arm.edit_bones[parent]
+            eb.use_connect = bool(connected)
     bpy.ops.object.mode_set(mode="OBJECT")
+    return ob
+
+
+def make_armature(name: str = "Rig", n_frames: int = 80, seed: int = 2):
+    """A 4-bone chain: root with location + euler keys, a quaternion bone, two euler bones."""
+    ob = new_armature(name, [(f"B{i}", (0.0, 0.0, float(i)), (0.0, 0.0, float(i + 1)), f"B{i - 1}" if i else None, True)
+                             for i in range(4)])
     frames = np.arange(1, n_frames + 1, dtype=np.float64)
     rng = np.random.default_rng(seed)
     for i, pb in enumerate(ob.pose.bones):

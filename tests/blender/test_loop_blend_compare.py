@@ -26,6 +26,7 @@ from _bl_helpers import (
     fcurves_of,
     key_array,
     keyed,
+    new_armature,
     shared_data,
     snapshot_action,
     snapshot_all,
@@ -121,20 +122,9 @@ RIGIFY_NAMES = {
 def make_humanoid(name="Rig", names=None, scale=1.0):
     """A 16-bone humanoid armature (root "Hips" pointing up), no animation yet."""
     names = names or {k: k for k in HUMANOID}
-    arm = bpy.data.armatures.new(name)
-    ob = bpy.data.objects.new(name, arm)
-    bpy.context.scene.collection.objects.link(ob)
-    bpy.context.view_layer.objects.active = ob
-    ob.select_set(True)
-    bpy.ops.object.mode_set(mode="EDIT")
-    for key, (head, tail, parent) in HUMANOID.items():
-        eb = arm.edit_bones.new(names[key])
-        eb.head = tuple(scale * v for v in head)
-        eb.tail = tuple(scale * v for v in tail)
-        if parent is not None:
-            eb.parent = arm.edit_bones[names[parent]]
-    bpy.ops.object.mode_set(mode="OBJECT")
-    return ob
+    return new_armature(name, [(names[key], [scale * v for v in head], [scale * v for v in tail],
+                                 None if parent is None else names[parent], False)
+                                for key, (head, tail, parent) in HUMANOID.items()])
 
 
 def animate_humanoid(ob, kind="walk", n_frames=41, period=PERIOD, phase=0.0, speed=0.04, names=None, action_name=None):

@@ -23,6 +23,7 @@ from _bl_helpers import (
     ext_module,
     fcurves_of,
     keyed,
+    new_armature,
     shared_data,
     snapshot_all,
 )
@@ -89,22 +90,12 @@ def make_walk(sk, name: str = "Walker", n_frames: int = 90, *, still: bool = Fal
         clip_q = np.repeat(clip.quaternions[:1], n_frames, axis=0)
     else:
         clip_q = clip.quaternions
-    arm = bpy.data.armatures.new(name)
-    ob = bpy.data.objects.new(name, arm)
-    bpy.context.scene.collection.objects.link(ob)
-    bpy.context.view_layer.objects.active = ob
-    ob.select_set(True)
-    bpy.ops.object.mode_set(mode="EDIT")
     heads: list[np.ndarray] = []
-    for j, (bone_name, parent) in enumerate(zip(clip.names, clip.parents, strict=True)):
-        eb = arm.edit_bones.new(bone_name)
-        head = (heads[parent] if parent >= 0 else np.zeros(3)) + clip.offsets[j]
-        heads.append(head)
-        eb.head = tuple(head)
-        eb.tail = tuple(head + np.array([0.0, 0.05, 0.0]))
-        if parent >= 0:
-            eb.parent = arm.edit_bones[clip.names[parent]]
-    bpy.ops.object.mode_set(mode="OBJECT")
+    for j, parent in enumerate(clip.parents):
+        heads.append((heads[parent] if parent >= 0 else np.zeros(3)) + clip.offsets[j])
+    ob = new_armature(name, [(bone, head, head + np.array([0.0, 0.05, 0.0]),
+                              clip.names[parent] if parent >= 0 else None, False)
+                             for bone, head, parent in zip(clip.names, heads, clip.parents, strict=True)])
     frames = np.arange(1, n_frames + 1, dtype=np.float64)
     mats = Rotation.from_quat(np.concatenate([clip_q[..., 1:], clip_q[..., :1]], axis=-1).reshape(-1, 4)) \
         .as_matrix().reshape(n_frames, -1, 3, 3)

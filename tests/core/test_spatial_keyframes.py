@@ -43,18 +43,10 @@ from anim_signals.spatialkeys import (
     uncompressed_size,
     uniform_keys,
 )
+from anim_signals.spatialkeys.generated import turns_about_z as about_z
 from anim_signals.spatialkeys.projection import _shape_parameter, multiquadric
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def about_z(angles):
-    """(N, 1, 4) quaternions (w, x, y, z) of rotations by ``angles`` about z."""
-    a = np.asarray(angles, dtype=float)
-    q = np.zeros((len(a), 1, 4))
-    q[:, 0, 0] = np.cos(a / 2)
-    q[:, 0, 3] = np.sin(a / 2)
-    return q
 
 
 def angle_between(a, b):

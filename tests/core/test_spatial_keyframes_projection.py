@@ -33,14 +33,7 @@ from anim_signals.spatialkeys import (
     separate_coincident,
     tsne_projection,
 )
-
-
-def about_z(angles):
-    a = np.asarray(angles, dtype=float)
-    q = np.zeros((len(a), 1, 4))
-    q[:, 0, 0] = np.cos(a / 2)
-    q[:, 0, 3] = np.sin(a / 2)
-    return q
+from anim_signals.spatialkeys.generated import turns_about_z as about_z
 
 
 def z_angle(m):
