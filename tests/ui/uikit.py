@@ -375,6 +375,28 @@ def click_button(region, xy) -> None:
     xdotool("click", "1")
 
 
+def click_then_escape(region, xy, idname: str, what: str) -> Iterator[Wait]:
+    """A real click on the button at ``xy`` starts operator ``idname`` (checked: it runs modal in
+    the window), then a real Esc, with the pointer off the button, ends it."""
+    click_button(region, xy)
+    yield Wait(f"the click starts {what}", lambda: modal_running(idname), 20.0)
+    check(f"{what} runs modal in the window", modal_running(idname))
+    move_mouse(region, region.width / 2, 40)
+    press_key("Escape")
+    yield Wait(f"Esc ends {what}", lambda: not modal_running(idname), 60.0)
+
+
+def evaluated_coords(ob) -> np.ndarray:
+    """The vertices Blender shows for mesh ``ob`` (modifiers and shape keys evaluated by Blender
+    itself), (V, 3) float."""
+    depsgraph = bpy.context.evaluated_depsgraph_get()
+    depsgraph.update()
+    ev = ob.evaluated_get(depsgraph)
+    buf = np.empty(3 * len(ev.data.vertices), dtype=np.float32)
+    ev.data.vertices.foreach_get("co", buf)
+    return buf.astype(float).reshape(-1, 3)
+
+
 # ----------------------------------------------------------------------------------------------
 # the pose-space canvas
 # ----------------------------------------------------------------------------------------------

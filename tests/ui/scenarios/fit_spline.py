@@ -9,14 +9,13 @@ from uikit import (
     Wait,
     check,
     click_button,
+    click_then_escape,
     demo_biped,
     find_button,
     key_count,
     make_active,
     modal_running,
-    move_mouse,
     open_signals_sidebar,
-    press_key,
     region_of,
     screenshot,
 )
@@ -57,12 +56,7 @@ def run(area) -> Iterator[Wait]:
     before2 = key_count(biped2)
     action2 = biped2.animation_data.action
     actions_before = set(bpy.data.actions.keys())
-    click_button(sidebar, button[0])
-    yield Wait("the click starts the fit", lambda: modal_running(FIT), 10.0)
-    check("Fit Spline runs modal in the window", modal_running(FIT))
-    move_mouse(sidebar, sidebar.width / 2, sidebar.height / 2)
-    press_key("Escape")  # a real key press through X
-    yield Wait("Esc ends the fit", lambda: not modal_running(FIT), 60.0)
+    yield from click_then_escape(sidebar, button[0], FIT, "the fit")
     check("Esc cancels the fit: keys unchanged", key_count(biped2) == before2
           and biped2.animation_data.action == action2, f"{before2} -> {key_count(biped2)} keys")
     check("Esc cancels the fit: no action added", set(bpy.data.actions.keys()) == actions_before,

@@ -24,13 +24,12 @@ from uikit import (
     button_of,
     check,
     click_button,
+    click_then_escape,
     ext,
     make_active,
     modal_running,
-    move_mouse,
     open_signals_sidebar,
     override,
-    press_key,
     region_of,
     region_pixels,
     scan_buttons,
@@ -300,12 +299,7 @@ def _compare(area, sidebar, fast, redraws, blend_y: float) -> Iterator[Wait]:
     yield redraws.after(area, "the button carries the long run's samples")
     actions_before = set(bpy.data.actions.keys())
     images_before = set(bpy.data.images.keys())
-    click_button(sidebar, button)
-    yield Wait("the click starts the comparison", lambda: modal_running(COMPARE), 20.0)
-    check("Compare runs modal in the window", modal_running(COMPARE))
-    move_mouse(sidebar, sidebar.width / 2, 40)
-    press_key("Escape")
-    yield Wait("Esc ends the comparison", lambda: not modal_running(COMPARE), 30.0)
+    yield from click_then_escape(sidebar, button, COMPARE, "the comparison")
     check("Esc cancels Compare: no result, no image, no cluster labels",
           not root.last_compare.valid and len(root.compare_results) == 0
           and set(bpy.data.images.keys()) == images_before and set(bpy.data.actions.keys()) == actions_before

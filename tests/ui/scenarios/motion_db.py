@@ -22,9 +22,9 @@ from uikit import (
     button_of,
     check,
     click_button,
+    click_then_escape,
     ext,
     make_active,
-    modal_running,
     move_mouse,
     press_key,
     region_of,
@@ -140,12 +140,7 @@ def run(area) -> Iterator[Wait]:
         if not check("Reconstruct Motion button found", reconstruct is not None):
             return
         actions_before = set(bpy.data.actions.keys())
-        click_button(sidebar, reconstruct)
-        yield Wait("the click starts the reconstruction", lambda: modal_running(RECONSTRUCT), 20.0)
-        check("Reconstruct Motion runs modal in the window", modal_running(RECONSTRUCT))
-        move_mouse(sidebar, sidebar.width / 2, 40)
-        press_key("Escape")
-        yield Wait("Esc ends the reconstruction", lambda: not modal_running(RECONSTRUCT), 30.0)
+        yield from click_then_escape(sidebar, reconstruct, RECONSTRUCT, "the reconstruction")
         check("Esc cancels the reconstruction: no action written, the walk still assigned",
               set(bpy.data.actions.keys()) == actions_before and walker.animation_data.action.name == WALK
               and not settings.last_action, f"new actions {sorted(set(bpy.data.actions.keys()) - actions_before)}")

@@ -26,6 +26,7 @@ from uikit import (
     canvas_geometry,
     check,
     click_button,
+    evaluated_coords,
     ext,
     make_active,
     modal_running,
@@ -50,15 +51,6 @@ REACH = 3.0  # control points at most this many times the frames' extent away fr
 
 def ps_object():
     return bpy.data.objects.get(f"{NAME}.posespace")
-
-
-def evaluated_coords(ob) -> np.ndarray:
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    depsgraph.update()
-    ev = ob.evaluated_get(depsgraph)
-    buf = np.empty(3 * len(ev.data.vertices), dtype=np.float32)
-    ev.data.vertices.foreach_get("co", buf)
-    return buf.astype(float).reshape(-1, 3)
 
 
 def control_reach(space) -> float:

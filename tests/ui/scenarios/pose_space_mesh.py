@@ -34,6 +34,7 @@ from uikit import (
     wavy_flag,
     xdotool,
 )
+from uikit import evaluated_coords as kit_evaluated_coords
 
 PS_NAME = "Flag.posespace"
 BUILD = "anim_signals.build_pose_space"
@@ -66,13 +67,8 @@ def stored_space():
 
 
 def evaluated_coords(ob) -> np.ndarray:
-    """The vertices Blender shows (shape keys blended by Blender itself), flat (3V,)."""
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    depsgraph.update()
-    ev = ob.evaluated_get(depsgraph)
-    buf = np.empty(3 * len(ev.data.vertices), dtype=np.float32)
-    ev.data.vertices.foreach_get("co", buf)
-    return buf.astype(float)
+    """The vertices Blender shows, flat (3V,)."""
+    return kit_evaluated_coords(ob).ravel()
 
 
 def stamp_of(ob) -> str | None:

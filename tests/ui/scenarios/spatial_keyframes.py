@@ -19,12 +19,12 @@ from uikit import (
     button_of,
     check,
     click_button,
+    click_then_escape,
     demo_biped,
     ext,
     make_active,
     modal_running,
     move_mouse,
-    press_key,
     region_of,
     scan_buttons,
     screenshot,
@@ -127,11 +127,7 @@ def run(area) -> Iterator[Wait]:
         settings.projection = "TSNE"
         actions_before = set(bpy.data.actions.keys())
         yield redraws.after(area, "sidebar drawn with t-SNE chosen")
-        click_button(sidebar, build)
-        yield Wait("the rebuild runs modal", lambda: modal_running(BUILD), 10.0)
-        move_mouse(sidebar, sidebar.width / 2, sidebar.height / 2)
-        press_key("Escape")
-        yield Wait("Esc ends the rebuild", lambda: not modal_running(BUILD), 60.0)
+        yield from click_then_escape(sidebar, build, BUILD, "the rebuild")
         check("Esc cancels the rebuild: the stored model is unchanged", biped[storage.PROP]["token"] == token
               and storage.model_info(biped)["projection"].upper() == "MDS",
               f"projection {storage.model_info(biped)['projection']}")

@@ -20,10 +20,9 @@ from uikit import (
     button_of,
     check,
     click_button,
+    click_then_escape,
     ext,
     modal_running,
-    move_mouse,
-    press_key,
     region_of,
     scan_buttons,
     screenshot,
@@ -162,12 +161,7 @@ def run(area) -> Iterator[Wait]:
             return
         last = scene.anim_signals.last_transfer
         objects_before = set(bpy.data.objects.keys())
-        click_button(sidebar, button)
-        yield Wait("the click starts the transfer", lambda: modal_running(TRANSFER), 20.0)
-        check("Transfer runs modal in the window", modal_running(TRANSFER))
-        move_mouse(sidebar, sidebar.width / 2, 40)
-        press_key("Escape")
-        yield Wait("Esc ends the transfer", lambda: not modal_running(TRANSFER), 30.0)
+        yield from click_then_escape(sidebar, button, TRANSFER, "the transfer")
         check("Esc cancels the transfer: no result object, no result shown, the frame kept",
               set(bpy.data.objects.keys()) == objects_before and not last.valid and scene.frame_current == 3,
               f"new objects {sorted(set(bpy.data.objects.keys()) - objects_before)}, valid {last.valid}, "
