@@ -56,8 +56,9 @@ __all__ = [
 ]
 __all__ += palette.__all__
 
-# What hit_test can report (a near frame before a control point, both before sites and the curve).
-HIT_KINDS = ("CONTROL_POINT", "FRAME", "SITE", "CURVE", "NONE")
+# What hit_test can report (a marker first; a near frame before a control point, both before sites
+# and the curve).
+HIT_KINDS = ("MARKER", "CONTROL_POINT", "FRAME", "SITE", "CURVE", "NONE")
 
 # --------------------------------------------------------------------------------------------------
 # view
@@ -227,10 +228,10 @@ def fit_space_view(space: Any, width: int, height: int, *, margin: float = 0.08,
     Returns
     -------
     View
-        Showing the frames, sites, pins, control points and the curve.
+        Showing the frames, sites, pins, control points, markers and the curve.
     """
     b = _bundle(space, curve_samples)
-    pts = np.concatenate([b.positions, b.sites, b.pins, b.control, b.curve])
+    pts = np.concatenate([b.positions, b.sites, b.pins, b.control, b.curve, b.markers])
     return fit_view(pts, width, height, margin=margin, origin=origin)
 
 
@@ -269,6 +270,10 @@ class CanvasGeometry:
         The clamped current time.
     view : View or None
         The view the geometry was built with.
+    markers : ndarray, shape (M, 2)
+        Spatial keyframes' markers (key poses on the plane; empty for a pose space).
+    marker_frames : ndarray of int, shape (M,)
+        Each marker's frame row, -1 for a marker added from a pose.
     """
 
     frame_points: np.ndarray
@@ -286,6 +291,8 @@ class CanvasGeometry:
     frame_numbers: np.ndarray = field(default_factory=lambda: np.zeros(0))
     current_time: float | None = None
     view: View | None = None
+    markers: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    marker_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
 
 @dataclass
@@ -302,6 +309,8 @@ class _Bundle:
     curve_times: np.ndarray
     frames: np.ndarray
     t_range: tuple[float, float]
+    markers: np.ndarray
+    marker_frames: np.ndarray
 
 
 _CACHE: dict[str, Any] = {}
@@ -326,7 +335,8 @@ def _bundle(space: Any, curve_samples: int) -> _Bundle:
     if s < 2:
         raise ValueError(f"curve_samples must be at least 2, got {curve_samples!r}")
     pins_obj = getattr(space, "pins", None)
-    parts = (space, space.positions, space.pose, space.time, space.frames, pins_obj)
+    markers_obj = getattr(space, "markers", None)
+    parts = (space, space.positions, space.pose, space.time, space.frames, pins_obj, markers_obj)
     hit = _CACHE.get("key")
     if hit is not None and hit[1] == s and len(hit[0]) == len(parts) and all(
             a is b for a, b in zip(hit[0], parts)):
@@ -353,8 +363,10 @@ def _bundle(space: Any, curve_samples: int) -> _Bundle:
         t0 = t1 = 0.0
         curve_times = np.zeros(0)
         curve = np.zeros((0, 2))
+    markers = _as_points(markers_obj if markers_obj is not None else np.zeros((0, 2)), "markers")
+    marker_frames = np.asarray(getattr(space, "marker_frames", np.full(len(markers), -1)), dtype=int).reshape(-1)
     b = _Bundle(positions, time_colors(frames), sites, pins, pin_frames, control, curve, curve_times, frames,
-                (t0, t1))
+                (t0, t1), markers, marker_frames)
     _CACHE["key"] = (parts, s)
     _CACHE["bundle"] = b
     return b
@@ -380,7 +392,9 @@ def canvas_geometry(space: Any, view: View, *, current_time: float | None = None
     ----------
     space : PoseSpace or duck-typed
         Needs ``positions (n, 2)``, ``pose.sites (l, 2)``, ``time.evaluate(times) -> (..., 2)``,
-        ``time.control (k, 2)``, ``frames (n,)``, optionally ``pins: dict[int, (2,)]``.
+        ``time.control (k, 2)``, ``frames (n,)``, optionally ``pins: dict[int, (2,)]``, and
+        ``markers (M, 2)`` with ``marker_frames (M,)`` (a spatial-keyframe model,
+        :func:`anim_signals.spatialkeys.canvas_model`).
     view : View
     current_time : float, optional
         Frame time (clamped to the frames' range) to mark: f(current_time), interpolated linearly
@@ -423,7 +437,7 @@ def canvas_geometry(space: Any, view: View, *, current_time: float | None = None
         frame_points=to_px(b.positions), frame_colors=b.colors, sites=to_px(b.sites), pins=to_px(b.pins),
         pin_frames=b.pin_frames, curve=to_px(b.curve), control=control, control_polygon=control,
         current=current, cursor=cur, stroke=strk, curve_times=b.curve_times, frame_numbers=b.frames,
-        current_time=t_cur, view=view)
+        current_time=t_cur, view=view, markers=to_px(b.markers), marker_frames=b.marker_frames)
 
 
 @dataclass(frozen=True)
@@ -531,7 +545,8 @@ def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0, sure_
              kinds: Sequence[str] = HIT_KINDS) -> Hit:
     """The element under a mouse position.
 
-    A frame within ``sure_px`` of the mouse always wins (the nearest such frame). Otherwise the
+    A marker within ``radius_px`` wins (a spatial keyframe's marker sits on its frame's dot and is
+    what an animator grabs). Then a frame within ``sure_px`` of the mouse (the nearest such frame). Otherwise the
     nearest control point or frame within ``radius_px`` wins, a frame at (nearly) equal distance
     (within ``sure_px / 3``) before a control point: on a dense space control points sit among the
     frames, and a press right on a frame's dot means that frame. Then sites, then the curve.
@@ -558,6 +573,10 @@ def hit_test(geometry: CanvasGeometry, xy: Any, *, radius_px: float = 8.0, sure_
     r = float(radius_px)
     sure = float(sure_px)
     wanted = set(kinds)
+    if "MARKER" in wanted:
+        im, dm = _nearest(geometry.markers, x, y)
+        if dm <= r:
+            return Hit("MARKER", im, dm)
     ic, dc = _nearest(geometry.control, x, y) if "CONTROL_POINT" in wanted else (-1, math.inf)
     i_f, df = _nearest(geometry.frame_points, x, y) if "FRAME" in wanted else (-1, math.inf)
     frame_hit = None

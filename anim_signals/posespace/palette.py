@@ -17,6 +17,7 @@ __all__ = [
     "DIM_TEXT",
     "GRID",
     "HANDLE",
+    "MARKER",
     "OUTLINE",
     "PIN",
     "POLYGON",
@@ -48,6 +49,7 @@ CURRENT = (1.0, 1.0, 1.0, 1.0)
 CURSOR = (0.35, 0.95, 0.95, 1.0)
 STROKE = (0.95, 0.40, 0.85, 1.0)
 OUTLINE = (0.05, 0.05, 0.05, 1.0)
+MARKER = (0.96, 0.26, 0.36, 1.0)  # spatial keyframes' markers (diamonds); no pins share their canvas
 
 
 def time_colors(times: np.ndarray) -> np.ndarray:

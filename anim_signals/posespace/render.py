@@ -17,7 +17,7 @@ import numpy as np
 
 from ..imaging import raster
 from . import palette as pal
-from .shapes import controls_hide_frames, dash_mask
+from .shapes import MARKER_HALF, controls_hide_frames, dash_mask
 
 if TYPE_CHECKING:
     from .canvas import CanvasGeometry
@@ -97,6 +97,15 @@ def _crosshair(img: np.ndarray, x: float, y: float, color: Sequence[float], arm:
         raster.draw_line(img, x + sx * gap, y + sy * gap, x + sx * arm, y + sy * arm, color, 1)
 
 
+def _fill_diamond(img: np.ndarray, cx: float, cy: float, half: float, color: Sequence[float]) -> None:
+    """A filled diamond (a square turned 45 degrees) of half diagonal ``half``, row by row."""
+    h = int(round(half))
+    x, y = int(round(cx)), int(round(cy))
+    for dy in range(-h, h + 1):
+        w = h - abs(dy)
+        raster.fill_rect(img, x - w, y + dy, x + w + 1, y + dy + 1, color)
+
+
 def _nice_step(span: float, target: float) -> float:
     raw = span / max(target, 1.0)
     if not (raw > 0.0 and math.isfinite(raw)):
@@ -119,7 +128,7 @@ def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int 
     The image covers the region pixels ``[x0, x0 + W) x [y0, y0 + H)`` with (x0, y0) the geometry's
     view origin (0, 0 without a view).  Layers, back to front: pose-space grid and axes, dashed
     control polygon, the time-signal curve, frame points coloured by time, RBF sites (squares), pins
-    (rings), control-point handles, the stroke, the current frame and the cursor (crosshairs), the
+    (rings), control-point handles, spatial keyframes' markers (diamonds), the stroke, the current frame and the cursor (crosshairs), the
     title and a legend (time ramp with first/last frame, k / l / n).
 
     Parameters
@@ -189,6 +198,9 @@ def render_rgba(geometry: CanvasGeometry, width: int | None = None, height: int 
     for cx, cy in ([] if hollow else im(geometry.control)):
         raster.fill_rect(img, cx - 3, cy - 3, cx + 4, cy + 4, pal.OUTLINE)
         raster.fill_rect(img, cx - 2, cy - 2, cx + 3, cy + 3, pal.HANDLE)
+    for cx, cy in im(geometry.markers):
+        _fill_diamond(img, cx, cy, MARKER_HALF, pal.OUTLINE)
+        _fill_diamond(img, cx, cy, MARKER_HALF - 1.5, pal.MARKER)
     if geometry.stroke is not None and len(geometry.stroke):
         S = im(geometry.stroke)
         if len(S) >= 2:
@@ -230,7 +242,10 @@ def _legend(img: np.ndarray, geometry: CanvasGeometry) -> None:
         x += bar + 4
         tw, _ = raster.draw_text(img, x, y, last, pal.DIM_TEXT)
         x += tw + 10
-    info = f"n {len(geometry.frame_points)}  k {len(geometry.control)}  l {len(geometry.sites)}"
+    if len(geometry.markers):
+        info = f"n {len(geometry.frame_points)}  markers {len(geometry.markers)}"
+    else:
+        info = f"n {len(geometry.frame_points)}  k {len(geometry.control)}  l {len(geometry.sites)}"
     if len(geometry.pins):
         info += f"  pins {len(geometry.pins)}"
     if geometry.current_time is not None:

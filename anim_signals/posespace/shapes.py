@@ -18,7 +18,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .palette import AXIS, BACKGROUND, CURRENT, CURSOR, CURVE, HANDLE, OUTLINE, PIN, POLYGON, SITE, STROKE
+from .palette import (
+    AXIS,
+    BACKGROUND,
+    CURRENT,
+    CURSOR,
+    CURVE,
+    HANDLE,
+    MARKER,
+    OUTLINE,
+    PIN,
+    POLYGON,
+    SITE,
+    STROKE,
+)
 
 if TYPE_CHECKING:
     from .canvas import CanvasGeometry
@@ -274,6 +287,7 @@ class Mark:
 CONTROL_HALF = 3.5  # half the side of a control point's square, in pixels at UI scale 1
 FRAME_RADIUS = 4.0  # a frame dot's radius with its outline, in pixels at UI scale 1
 HOLLOW_HALF = FRAME_RADIUS + 1.5  # a hollow control square frames the dot it sits on
+MARKER_HALF = 7.0  # half the diagonal of a marker's diamond with its outline: it frames its frame's dot
 
 
 def controls_hide_frames(geometry: CanvasGeometry, ui_scale: float = 1.0) -> bool:
@@ -327,8 +341,8 @@ def canvas_marks(geometry: CanvasGeometry, rect: Sequence[float], ui_scale: floa
     Background, the axes through the pose-space origin, the dashed control polygon, the time
     signal's curve, frame dots (outlined, coloured by time), sites (squares), pins (rings),
     control points (outlined squares; hollow and behind the dots when they would hide most of them,
-    :func:`controls_hide_frames`), the stroke, the current frame (ring and crosshair) and the
-    cursor (crosshair).
+    :func:`controls_hide_frames`), spatial keyframes' markers (outlined diamonds), the stroke, the
+    current frame (ring and crosshair) and the cursor (crosshair).
 
     Parameters
     ----------
@@ -376,6 +390,9 @@ def canvas_marks(geometry: CanvasGeometry, rect: Sequence[float], ui_scale: floa
     if not hollow:
         marks.append(Mark("TRIS", square_tris(geometry.control, CONTROL_HALF * s), OUTLINE))
         marks.append(Mark("TRIS", square_tris(geometry.control, (CONTROL_HALF - 1.0) * s), HANDLE))
+    if len(geometry.markers):  # a diamond is a four-segment disc
+        marks.append(Mark("TRIS", disc_tris(geometry.markers, MARKER_HALF * s, 4), OUTLINE))
+        marks.append(Mark("TRIS", disc_tris(geometry.markers, (MARKER_HALF - 1.5) * s, 4), MARKER))
     if geometry.stroke is not None and len(geometry.stroke):
         marks.append(Mark("LINES", polyline_segments(geometry.stroke), STROKE, width=2.0 * s))
     if geometry.current is not None:

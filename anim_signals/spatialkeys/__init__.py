@@ -22,6 +22,9 @@ temporal
     Temporal baselines: linear and Hermite on Euler angles, slerp, 1D RBF.
 compaction
     Sizes (eqs. 2-4), error per frame per joint, compact / reconstruct, scheme comparison.
+canvas
+    A model presented to the pose-space canvas (markers, trajectory), and performances recorded
+    there (a timed cursor path or a drawn stroke turned into frames).
 generated
     Generated clips (a chain, a biped) for tests and examples.
 bvh
@@ -33,7 +36,16 @@ Nothing here imports bpy; scikit-learn is imported only inside the projections t
 
 from .backprojection import BLENDS, RotationRBF, fit_rotation_rbf, optimise_projection
 from .bvh import BvhClip, parse_bvh, read_bvh
+from .canvas import (
+    MAX_RECORDED_FRAMES,
+    SpatialKeyframeCanvas,
+    TrajectoryCurve,
+    canvas_model,
+    even_stroke_frames,
+    timed_stroke_frames,
+)
 from .compaction import (
+    MARKER_SPACING,
     SpatialKeyframeClip,
     compact_clip,
     compare_schemes,
@@ -88,14 +100,16 @@ from .selection import (
 from .temporal import TEMPORAL_SCHEMES, interpolate_temporal
 
 __all__ = [
-    "BLENDS", "PROJECTIONS", "SEGMENT_WEIGHTS", "SELECTIONS", "TEMPORAL_SCHEMES",
-    "BvhClip", "GeneratedClip", "RotationRBF", "SpatialKeyframeClip",
-    "articulated_chain", "as_matrices", "as_quaternions", "canonical_rotations", "classical_mds",
+    "BLENDS", "MARKER_SPACING", "MAX_RECORDED_FRAMES", "PROJECTIONS", "SEGMENT_WEIGHTS", "SELECTIONS",
+    "TEMPORAL_SCHEMES",
+    "BvhClip", "GeneratedClip", "RotationRBF", "SpatialKeyframeCanvas", "SpatialKeyframeClip", "TrajectoryCurve",
+    "articulated_chain", "as_matrices", "as_quaternions", "canonical_rotations", "canvas_model", "classical_mds",
     "compact_clip", "compare_schemes", "distance_matrix", "distances_to", "error_per_frame_per_joint",
+    "even_stroke_frames",
     "exp_map", "feature_distance_matrix", "fit_rotation_rbf", "force_scheme", "forward_kinematics",
     "generated_biped", "hemisphere_align", "interpolate_temporal", "isomap_projection", "joint_weights",
     "keyframe_count", "lle_projection", "log_map", "optimise_projection", "parse_bvh", "pb_keys", "pca_projection",
     "pose_distance", "pose_vectors", "project", "project_to_rotation", "rbf_projection", "rbfp", "read_bvh",
     "rols_keys", "scs_keys", "select_keyframes", "separate_coincident", "slerp_quaternions",
-    "spatial_size", "temporal_size", "tsne_projection", "uncompressed_size", "uniform_keys",
+    "spatial_size", "temporal_size", "timed_stroke_frames", "tsne_projection", "uncompressed_size", "uniform_keys",
 ]

@@ -22,7 +22,7 @@ from .rotations import as_matrices, as_quaternions
 from .selection import select_keyframes
 from .temporal import TEMPORAL_SCHEMES, interpolate_temporal
 
-__all__ = ["SpatialKeyframeClip", "compact_clip", "compare_schemes", "error_per_frame_per_joint",
+__all__ = ["MARKER_SPACING", "SpatialKeyframeClip", "compact_clip", "compare_schemes", "error_per_frame_per_joint",
            "spatial_size", "temporal_size", "uncompressed_size"]
 
 
@@ -122,30 +122,129 @@ def error_per_frame_per_joint(original: ArrayLike, reconstructed: ArrayLike,
     return float(np.sum(d) / (n * j))
 
 
+MARKER_SPACING = 1e-6
+"""Markers closer than this fraction of the layout's extent count as one point (the RBF through
+them would be singular): adding or moving a marker there is refused."""
+
+
 @dataclass(frozen=True)
 class SpatialKeyframeClip:
-    """A clip compacted to spatial keyframes: key poses and a 2D point per frame.
+    """A clip compacted to spatial keyframes: key poses, their markers and a 2D point per frame.
+
+    Built by :func:`compact_clip`, every marker sits on its key frame's point of the trajectory.
+    Edited on the canvas (Igarashi et al.'s spatial keyframing), markers move freely and new ones
+    come from poses that are no frame of the clip: ``marker_points`` then holds the markers and a
+    key of -1 marks a marker without a frame. The trajectory stays as it was; playing it back
+    through the edited markers gives the edited motion.
 
     Attributes
     ----------
     keys : ndarray of int, shape (M,)
-        Frames of the key poses.
+        Frames (trajectory rows) of the key poses; -1 for a marker added from a pose.
     key_rotations : ndarray, shape (M, J, 3, 3)
     trajectory : ndarray, shape (N, 2)
-        Projection of every frame (key frames at their markers).
+        Projection of every frame (key frames at their markers until a marker is moved).
     blend : str
         Rotation blend of the back-projection.
+    marker_points : ndarray, shape (M, 2), or None
+        The markers when they are not ``trajectory[keys]`` (after an edit).
+
+    Examples
+    --------
+    >>> from anim_signals.spatialkeys.generated import articulated_chain
+    >>> c = articulated_chain(40, 3)
+    >>> sk = compact_clip(c.quaternions, c.parents, count=5, optimise=False)
+    >>> moved = sk.with_marker_moved(0, sk.markers[0] + 0.1)
+    >>> added = moved.with_marker_added(c.quaternions[7], (0.5, 0.5))
+    >>> added.keys[-1], len(added.markers), added.without_marker(5).keys.tolist() == moved.keys.tolist()
+    (-1, 6, True)
     """
 
     keys: np.ndarray
     key_rotations: np.ndarray
     trajectory: np.ndarray
     blend: str = "log"
+    marker_points: np.ndarray | None = None
 
     @property
     def markers(self) -> np.ndarray:
         """The key poses' 2D points, (M, 2)."""
+        if self.marker_points is not None:
+            return self.marker_points
         return self.trajectory[self.keys]
+
+    def _edited(self, keys: np.ndarray, rotations: np.ndarray, markers: np.ndarray) -> SpatialKeyframeClip:
+        return SpatialKeyframeClip(np.asarray(keys, dtype=int), rotations, self.trajectory, self.blend,
+                                   np.asarray(markers, dtype=float).reshape(-1, 2))
+
+    def _check_place(self, xy: ArrayLike, skip: int = -1) -> np.ndarray:
+        p = np.asarray(xy, dtype=float).reshape(-1)
+        if p.shape != (2,) or not np.all(np.isfinite(p)):
+            raise ValueError(f"A marker's position must be two finite numbers, got {np.asarray(xy).tolist()}")
+        others = np.delete(self.markers, skip, axis=0) if skip >= 0 else self.markers
+        everything = np.concatenate([self.trajectory, self.markers, p[None]])
+        extent = float(np.max(np.ptp(everything, axis=0))) if len(everything) > 1 else 1.0
+        if len(others) and float(np.min(np.linalg.norm(others - p, axis=1))) <= MARKER_SPACING * max(extent, 1e-12):
+            raise ValueError("Another marker is already at that point: markers must be distinct points of the plane")
+        return p
+
+    def _index(self, i: int) -> int:
+        if not -len(self.keys) <= int(i) < len(self.keys):
+            raise ValueError(f"Marker {i} does not exist: the model has {len(self.keys)} markers (0-{len(self.keys) - 1})")
+        return int(i) % len(self.keys)
+
+    def with_marker_moved(self, i: int, xy: ArrayLike) -> SpatialKeyframeClip:
+        """The clip with marker ``i`` at ``xy`` (its key pose unchanged).
+
+        Raises
+        ------
+        ValueError
+            On an unknown marker, a non-finite point or one on another marker.
+        """
+        i = self._index(i)
+        markers = self.markers.copy()
+        markers[i] = self._check_place(xy, skip=i)
+        return self._edited(self.keys, self.key_rotations, markers)
+
+    def with_marker_added(self, rotations: ArrayLike, xy: ArrayLike, frame: int = -1) -> SpatialKeyframeClip:
+        """The clip with one more marker: pose ``rotations`` (J, 4) or (J, 3, 3) at ``xy``.
+
+        Parameters
+        ----------
+        rotations : array_like, shape (J, 4) or (J, 3, 3)
+            The new key pose (the rig's current pose, say), in the clip's joint order.
+        xy : (float, float)
+        frame : int
+            Its trajectory row, or -1 for a pose that is no frame of the clip.
+
+        Raises
+        ------
+        ValueError
+            On a pose of another joint count, non-finite values, or a point on another marker.
+        """
+        m = as_matrices(rotations)
+        if m.shape != self.key_rotations.shape[1:]:
+            raise ValueError(f"The pose has {m.shape[0] if m.ndim == 3 else '?'} joints; the model has "
+                             f"{self.key_rotations.shape[1]}")
+        if not np.all(np.isfinite(m)):
+            raise ValueError("The pose holds NaN or infinite rotations")
+        p = self._check_place(xy)
+        return self._edited(np.append(self.keys, int(frame)), np.concatenate([self.key_rotations, m[None]]),
+                            np.concatenate([self.markers, p[None]]))
+
+    def without_marker(self, i: int) -> SpatialKeyframeClip:
+        """The clip without marker ``i``; at least three markers stay (the plane must stay spanned).
+
+        Raises
+        ------
+        ValueError
+            On an unknown marker or when only three are left.
+        """
+        i = self._index(i)
+        if len(self.keys) <= 3:
+            raise ValueError("Only 3 markers left: at least 3 are needed to span the plane")
+        return self._edited(np.delete(self.keys, i), np.delete(self.key_rotations, i, axis=0),
+                            np.delete(self.markers, i, axis=0))
 
     def rbf(self) -> RotationRBF:
         """The back-projection through the markers; fit once and keep it for live posing."""
@@ -165,15 +264,31 @@ class SpatialKeyframeClip:
         return {"keys": [int(k) for k in self.keys],
                 "key_rotations": as_quaternions(self.key_rotations).reshape(-1).tolist(),
                 "n_joints": int(self.key_rotations.shape[1]),
-                "trajectory": self.trajectory.reshape(-1).tolist(), "blend": self.blend}
+                "trajectory": self.trajectory.reshape(-1).tolist(), "blend": self.blend,
+                "markers": self.markers.reshape(-1).tolist()}
 
     @classmethod
     def from_dict(cls, data: dict) -> SpatialKeyframeClip:
-        """The clip saved by :meth:`to_dict` (rotations stored as quaternions, exact to rounding)."""
-        keys = np.asarray(data["keys"], dtype=int)
+        """The clip saved by :meth:`to_dict` (rotations stored as quaternions, exact to rounding).
+
+        Raises
+        ------
+        ValueError
+            On arrays that do not fit together (a damaged record).
+        """
+        keys = np.asarray(data["keys"], dtype=int).reshape(-1)
         q = np.asarray(data["key_rotations"], dtype=float).reshape(len(keys), int(data["n_joints"]), 4)
         traj = np.asarray(data["trajectory"], dtype=float).reshape(-1, 2)
-        return cls(keys, as_matrices(q), traj, str(data.get("blend", "log")))
+        if np.any(keys >= len(traj)) or np.any(keys < -1):
+            raise ValueError(f"marker frames {keys.tolist()} do not fit a trajectory of {len(traj)} frames")
+        markers = None
+        if data.get("markers") is not None and len(data["markers"]):
+            markers = np.asarray(data["markers"], dtype=float).reshape(len(keys), 2)
+            if np.all(keys >= 0) and np.array_equal(markers, traj[keys]):
+                markers = None
+        elif np.any(keys < 0):
+            raise ValueError("markers without a frame need their stored positions")
+        return cls(keys, as_matrices(q), traj, str(data.get("blend", "log")), markers)
 
 
 def compact_clip(rotations: ArrayLike, parents: Sequence[int] | None = None, *,
