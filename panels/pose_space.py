@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import bpy
 
-from ..operators.pose_space.canvas_state import CATEGORY, canvas_units
+from ..operators.pose_space.canvas_state import CATEGORY, canvas_kinds, canvas_units, shown_on_canvas
 from ..operators.pose_space.canvas_tools import (
     ANIM_SIGNALS_OT_pose_space_edit_time,
     ANIM_SIGNALS_OT_pose_space_navigate,
@@ -45,7 +45,7 @@ class ANIM_SIGNALS_PT_pose_space_canvas(bpy.types.Panel):
 
     @classmethod
     def poll(cls, context):
-        return space_of(context.active_object) is not None
+        return shown_on_canvas(context)[1] is not None
 
     def draw(self, context):
         col = self.layout.column()
@@ -81,6 +81,7 @@ class ANIM_SIGNALS_PT_pose_space(bpy.types.Panel):
         self.draw_numbers(layout, space_info(ob))
 
         s = root.pose_space_canvas
+        draw_canvas_switch(layout, s, ob)
         col = layout.column(align=True)
         row = col.row(align=True)
         row.operator(ANIM_SIGNALS_OT_pose_space_navigate.bl_idname, text="Navigate", icon="ORIENTATION_CURSOR")
@@ -138,6 +139,12 @@ class ANIM_SIGNALS_PT_pose_space(bpy.types.Panel):
         col.label(text=f"Error: RMS {info['error_rms']:.3g}{unit}, max {info['error_max']:.3g}{unit}")
         if info["pins"]:
             col.label(text=f"Pins: {info['pins']}", icon="PINNED")
+
+
+def draw_canvas_switch(layout, settings, ob) -> None:
+    """The Canvas switch (Pose Space / Spatial Keyframes), only when ``ob`` has both."""
+    if len(canvas_kinds(ob)) > 1:
+        layout.row().prop(settings, "shows", expand=True)
 
 
 classes = (ANIM_SIGNALS_PT_pose_space_canvas, ANIM_SIGNALS_PT_pose_space)

@@ -20,10 +20,10 @@ from ..anim_signals.posespace import canvas as cv
 from ..anim_signals.posespace.shapes import canvas_marks
 from ..operators.pose_space.canvas_state import (
     CATEGORY,
-    active_space,
     canvas_geometry_for,
     canvas_rect,
     has_states,
+    shown_on_canvas,
     tag_redraw,
     ui_metrics,
 )
@@ -101,14 +101,14 @@ def _draw_callback() -> None:
     region = context.region
     if region is None or region.type != "UI" or region.active_panel_category != CATEGORY:
         return
-    ob, space = active_space(context)
-    if space is None:
+    ob, model, source = shown_on_canvas(context)
+    if model is None or source is None:
         return
     rect = canvas_rect(context)
     if rect is None:
         return
     try:
-        geom = canvas_geometry_for(context, ob, space, rect)
+        geom = canvas_geometry_for(context, ob, model, rect, source.kind)
         _, scale = ui_metrics(context)
         draw_geometry(geom, rect, (float(region.width), float(region.height)), scale)
     except (ValueError, ReferenceError):  # a model being rebuilt, a removed object: skip this redraw

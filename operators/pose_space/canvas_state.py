@@ -3,6 +3,12 @@ scale), cursor, the stroke being drawn and the model being edited; where the can
 3D Viewport sidebar; what it shows. Shared by the canvas operators and the drawing
 (``panels/pose_space_canvas_draw.py``).
 
+The canvas shows one model of the active object. Two tools draw there: Pose Space (this package)
+and Spatial Keyframes (``operators/spatial_keyframes``), each registering a :class:`CanvasSource`
+(how to find its model, how a press on the canvas is handled, its title). When the object has
+both, the sidebar's Canvas setting (``pose_space_canvas.shows``) picks one; the pose-space drag
+tools then work only while the canvas shows the pose space.
+
 The state is module state, never saved in the .blend (forgotten when a file is loaded). Geometry,
 view transform, what a time-edited model shows (``drawable``) and hit-testing come from the pure
 :mod:`anim_signals.posespace.canvas`.
@@ -10,6 +16,7 @@ view transform, what a time-edited model shows (``drawable``) and hit-testing co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +31,17 @@ __all__ = [
     "CATEGORY",
     "HIT_RADIUS",
     "NO_SPACE",
+    "POSE_SPACE",
+    "SPATIAL_KEYFRAMES",
     "SURE_RADIUS",
     "ZOOM_STEP",
+    "CanvasSource",
     "CanvasState",
     "active_space",
+    "add_canvas_source",
+    "remove_canvas_source",
     "canvas_geometry_for",
+    "canvas_kinds",
     "canvas_rect",
     "canvas_region",
     "canvas_units",
@@ -38,6 +51,7 @@ __all__ = [
     "forget_states",
     "has_states",
     "poll_space",
+    "shown_on_canvas",
     "space_or_report",
     "state_of",
     "tag_redraw",
@@ -50,6 +64,9 @@ HIT_RADIUS = 8.0  # pixels (times the UI scale)
 SURE_RADIUS = 3.0  # a frame's dot this close to a press is picked whatever else is near (pixels x UI scale)
 ZOOM_STEP = 1.2
 NO_SPACE = "The active object has no pose space: build one first"
+POSE_SPACE = "POSE_SPACE"
+SPATIAL_KEYFRAMES = "SPATIAL_KEYFRAMES"
+SHOWS_OTHER = "The canvas shows the spatial keyframes: set Canvas to Pose Space to edit the pose space there"
 FAR = 1000.0  # a point given to a canvas tool lies within this many pose-space sizes of the frames
 
 
@@ -65,12 +82,73 @@ class CanvasState:
     fitted: tuple | None = None  # (center, scale, width, height) of the last automatic fit
 
 
-_STATES: dict[str, CanvasState] = {}
+_STATES: dict[tuple[str, str], CanvasState] = {}
 
 
-def state_of(ob) -> CanvasState:
-    """The canvas state of ``ob`` (made on first use)."""
-    return _STATES.setdefault(ob.name_full, CanvasState())
+def state_of(ob, kind: str = POSE_SPACE) -> CanvasState:
+    """The canvas state of ``ob`` showing a model of ``kind`` (made on first use): a pose space
+    and the spatial keyframes of one armature keep their own views."""
+    return _STATES.setdefault((ob.name_full, kind), CanvasState())
+
+
+@dataclass(frozen=True)
+class CanvasSource:
+    """A tool whose model the canvas can show.
+
+    ``find(ob)`` gives (the object holding the model, the model as the canvas draws it) for the
+    active object, or None; ``press(context, event, ob, model, rect)`` handles a left press on
+    the canvas (returns an operator result set); ``title`` heads its PNG.
+    """
+
+    kind: str
+    label: str
+    find: Callable[[Any], tuple[Any, Any] | None]
+    press: Callable[..., set[str]] | None = None
+    title: str = ""
+
+
+_SOURCES: dict[str, CanvasSource] = {}
+
+
+def add_canvas_source(source: CanvasSource) -> None:
+    """Let the canvas show ``source``'s models (registered by the tool; the pose space first)."""
+    _SOURCES[source.kind] = source
+
+
+def remove_canvas_source(kind: str) -> None:
+    """Forget a tool's canvas source (its unregister)."""
+    _SOURCES.pop(kind, None)
+
+
+def _found(source: CanvasSource, ob) -> tuple[Any, Any] | None:
+    try:
+        return source.find(ob)
+    except (ReferenceError, ValueError, KeyError, TypeError):  # a damaged or vanishing model shows nothing
+        return None
+
+
+def shown_on_canvas(context) -> tuple[Any, Any, CanvasSource | None]:
+    """(object, model, source) the canvas shows for the active object; (None, None, None) without
+    any. With several, the sidebar's Canvas setting decides, else the first registered."""
+    ob = getattr(context, "active_object", None)
+    if ob is None:
+        return None, None, None
+    wanted = str(getattr(context.scene.anim_signals.pose_space_canvas, "shows", POSE_SPACE))
+    first: tuple[Any, Any, CanvasSource | None] = (None, None, None)
+    for source in _SOURCES.values():
+        found = _found(source, ob)
+        if found is None or found[1] is None:
+            continue
+        if source.kind == wanted:
+            return found[0], found[1], source
+        if first[2] is None:
+            first = (found[0], found[1], source)
+    return first
+
+
+def canvas_kinds(ob) -> list[str]:
+    """The kinds of model the canvas could show for ``ob`` (for the sidebar's Canvas switch)."""
+    return [source.kind for source in _SOURCES.values() if (_found(source, ob) or (None, None))[1] is not None]
 
 
 def forget_states() -> None:
@@ -226,6 +304,14 @@ def tag_redraw(context=None) -> None:
                 area.tag_redraw()
 
 
+def _pose_space_of(ob) -> tuple[Any, Any] | None:
+    ps = space_object(ob)
+    return None if ps is None else (ps, space_of(ps))
+
+
+add_canvas_source(CanvasSource(POSE_SPACE, "Pose Space", _pose_space_of, title="Pose space"))
+
+
 def active_space(context):
     """(the pose-space object of the active object, its model); (None, None) without one."""
     try:
@@ -235,28 +321,42 @@ def active_space(context):
     return ob, space_of(ob)
 
 
+def _shows_other(context) -> bool:
+    """The canvas shows another model of the active object than its pose space."""
+    source = shown_on_canvas(context)[2]
+    return source is not None and source.kind != POSE_SPACE
+
+
 def space_or_report(op, context):
-    """:func:`active_space`, with the reason reported as an error on ``op`` when there is none."""
+    """:func:`active_space` while the canvas shows it, with the reason reported as an error on
+    ``op`` when there is none or the canvas shows another model."""
     ob, space = active_space(context)
     if space is None:
         op.report({"ERROR"}, NO_SPACE)
+    elif _shows_other(context):
+        op.report({"ERROR"}, SHOWS_OTHER)
+        return ob, None
     return ob, space
 
 
 def poll_space(cls, context) -> bool:
-    """Operator poll: the active object has a pose space (else a poll message says why not)."""
+    """Operator poll: the active object has a pose space and the canvas shows it (else a poll
+    message says why not)."""
     if not has_active_object(cls, context):
         return False
     if active_space(context)[1] is None:
         cls.poll_message_set(NO_SPACE)
         return False
+    if _shows_other(context):
+        cls.poll_message_set(SHOWS_OTHER)
+        return False
     return True
 
 
-def canvas_geometry_for(context, ob, space, rect) -> cv.CanvasGeometry:
+def canvas_geometry_for(context, ob, space, rect, kind: str = POSE_SPACE) -> cv.CanvasGeometry:
     """What the canvas shows for ``ob`` in ``rect``: the model being edited (if any), the current
     frame, the cursor and the stroke being drawn."""
-    st = state_of(ob)
+    st = state_of(ob, kind)
     shown = st.preview if st.preview is not None else space
     view = view_for(st, shown, rect)
     return cv.canvas_geometry(cv.drawable(shown), view, current_time=current_time(context.scene), cursor=st.cursor,

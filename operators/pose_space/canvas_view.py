@@ -1,6 +1,8 @@
 """The pose-space canvas's view and mouse: zoom, pan and frame-all operators, the press dispatcher
-bound in the sidebar's keymap (a press on a control point edits time, on a frame pins it,
-elsewhere navigates; Shift sketches), and the canvas written to a PNG file.
+bound in the sidebar's keymap (on a pose space a press on a control point edits time, on a frame
+pins it, elsewhere navigates, Shift sketches; on another model its :class:`~.canvas_state.CanvasSource`
+handles the press), and the canvas written to a PNG file. Zoom, pan, Frame All and the PNG work on
+whatever the canvas shows.
 
 * ``anim_signals.pose_space_zoom`` / ``_pan`` / ``_view_all``: the view of the canvas
 * ``anim_signals.pose_space_canvas_press``: the mouse dispatcher of the canvas
@@ -21,13 +23,12 @@ from ...anim_signals.posespace.render import render_png
 from .canvas_state import (
     CATEGORY,
     HIT_RADIUS,
+    POSE_SPACE,
     SURE_RADIUS,
     ZOOM_STEP,
-    active_space,
     canvas_rect,
     current_time,
-    poll_space,
-    space_or_report,
+    shown_on_canvas,
     state_of,
     tag_redraw,
     ui_metrics,
@@ -50,18 +51,29 @@ PNG_FILE = "pose_space.png"
 KEYMAP_NAME = "View2D Buttons List"  # the keymap of panel regions (the sidebar), space EMPTY, region WINDOW
 
 
+NOTHING_SHOWN = "The canvas shows nothing: build a pose space or spatial keyframes for the active object"
+
+
 def _canvas_under_mouse(context, event):
-    """(object, space, rect) when the mouse is over the canvas of an active pose space, else None."""
+    """(object, model, rect, source) when the mouse is over the canvas showing a model of the
+    active object, else None."""
     if context.region is None or context.region.type != "UI" or context.area is None \
             or context.area.type != "VIEW_3D" or context.region.active_panel_category != CATEGORY:
         return None
-    ob, space = active_space(context)
-    if space is None:
+    ob, model, source = shown_on_canvas(context)
+    if model is None:
         return None
     rect = canvas_rect(context)
     if not cv.inside(rect, (event.mouse_region_x, event.mouse_region_y)):
         return None
-    return ob, space, rect
+    return ob, model, rect, source
+
+
+def _poll_shown(cls, context) -> bool:
+    if shown_on_canvas(context)[1] is None:
+        cls.poll_message_set(NOTHING_SHOWN)
+        return False
+    return True
 
 
 class ANIM_SIGNALS_OT_pose_space_zoom(bpy.types.Operator):
@@ -79,18 +91,18 @@ class ANIM_SIGNALS_OT_pose_space_zoom(bpy.types.Operator):
         hit = _canvas_under_mouse(context, event)
         if hit is None:
             return {"PASS_THROUGH"}
-        ob, space, rect = hit
-        st = state_of(ob)
-        v = view_for(st, space, rect).zoomed(self.factor, (event.mouse_region_x, event.mouse_region_y))
+        ob, model, rect, source = hit
+        st = state_of(ob, source.kind)
+        v = view_for(st, model, rect).zoomed(self.factor, (event.mouse_region_x, event.mouse_region_y))
         st.center, st.scale = v.center, v.scale
         context.region.tag_redraw()
         return {"FINISHED"}
 
     def execute(self, context):
-        ob, space = active_space(context)
-        if space is None:
+        ob, model, source = shown_on_canvas(context)
+        if model is None:
             return {"CANCELLED"}
-        st = state_of(ob)
+        st = state_of(ob, source.kind)
         if st.scale is not None:
             st.scale *= float(self.factor)
         tag_redraw(context)
@@ -105,13 +117,14 @@ class ANIM_SIGNALS_OT_pose_space_pan(bpy.types.Operator):
     bl_options = {"INTERNAL"}
 
     _ob: Any = None
+    _kind = POSE_SPACE
     _last: Any = None
 
     def invoke(self, context, event):
         hit = _canvas_under_mouse(context, event)
         if hit is None:
             return {"PASS_THROUGH"}
-        self._ob = hit[0]
+        self._ob, self._kind = hit[0], hit[3].kind
         self._last = (event.mouse_region_x, event.mouse_region_y)
         context.window_manager.modal_handler_add(self)
         return {"RUNNING_MODAL"}
@@ -119,7 +132,7 @@ class ANIM_SIGNALS_OT_pose_space_pan(bpy.types.Operator):
     def modal(self, context, event):
         if event.type in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"}:
             xy = (event.mouse_region_x, event.mouse_region_y)
-            st = state_of(self._ob)
+            st = state_of(self._ob, self._kind)
             if st.scale is not None and st.center is not None:
                 st.center = (st.center[0] - (xy[0] - self._last[0]) / st.scale,
                              st.center[1] - (xy[1] - self._last[1]) / st.scale)
@@ -132,25 +145,25 @@ class ANIM_SIGNALS_OT_pose_space_pan(bpy.types.Operator):
 
 
 class ANIM_SIGNALS_OT_pose_space_view_all(bpy.types.Operator):
-    """Fit the canvas view to the whole pose space (frames, sites, curve and control points)"""
+    """Fit the canvas view to everything it shows (frames, sites, curve, control points, markers)"""
 
     bl_idname = "anim_signals.pose_space_view_all"
     bl_label = "Frame All"
 
     @classmethod
     def poll(cls, context):
-        return poll_space(cls, context)
+        return _poll_shown(cls, context)
 
     def execute(self, context):
-        ob, _ = active_space(context)
-        st = state_of(ob)
+        ob, _, source = shown_on_canvas(context)
+        st = state_of(ob, source.kind)
         st.center = st.scale = None
         tag_redraw(context)
         return {"FINISHED"}
 
 
 class ANIM_SIGNALS_OT_pose_space_canvas_press(bpy.types.Operator):
-    """Press on the pose-space canvas: a control point edits the time signal, a frame is pinned, elsewhere the cursor navigates; Shift sketches"""
+    """Press on the canvas: on a pose space a control point edits the time signal, a frame is pinned, elsewhere the cursor navigates, Shift sketches; on spatial keyframes a marker moves, elsewhere the cursor poses the rig, Shift records"""
 
     bl_idname = "anim_signals.pose_space_canvas_press"
     bl_label = "Pose-Space Canvas Press"
@@ -160,7 +173,9 @@ class ANIM_SIGNALS_OT_pose_space_canvas_press(bpy.types.Operator):
         hit = _canvas_under_mouse(context, event)
         if hit is None:
             return {"PASS_THROUGH"}
-        ob, space, rect = hit
+        ob, space, rect, source = hit
+        if source.kind != POSE_SPACE:
+            return source.press(context, event, ob, space, rect) if source.press is not None else {"PASS_THROUGH"}
         xy = (event.mouse_region_x, event.mouse_region_y)
         if event.shift:  # with the sidebar's Sketch Frames, as the Sketch button passes it
             frames = int(context.scene.anim_signals.pose_space_canvas.sketch_frames)
@@ -195,7 +210,7 @@ def resolve_png_path(path: str, ob_name: str) -> str:
 
 
 class ANIM_SIGNALS_OT_pose_space_save_png(bpy.types.Operator):
-    """Write the pose-space canvas of the active object to a PNG file (frames, sites, curve, pins, current frame, cursor)"""
+    """Write the canvas of the active object to a PNG file as it shows it (pose space: frames, sites, curve, pins; spatial keyframes: markers, trajectory; the current frame and the cursor)"""
 
     bl_idname = "anim_signals.pose_space_save_png"
     bl_label = "Save Canvas PNG"
@@ -211,19 +226,20 @@ class ANIM_SIGNALS_OT_pose_space_save_png(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return poll_space(cls, context)
+        return _poll_shown(cls, context)
 
     def execute(self, context):
-        ob, space = space_or_report(self, context)
-        if space is None:
+        ob, model, source = shown_on_canvas(context)
+        if model is None:
+            self.report({"ERROR"}, NOTHING_SHOWN)
             return {"CANCELLED"}
         path = resolve_png_path(self.filepath, ob.name)
-        st = state_of(ob)
-        view = cv.fit_space_view(cv.drawable(space), self.width, self.height)
-        geom = cv.canvas_geometry(cv.drawable(space), view, current_time=current_time(context.scene), cursor=st.cursor)
+        st = state_of(ob, source.kind)
+        view = cv.fit_space_view(cv.drawable(model), self.width, self.height)
+        geom = cv.canvas_geometry(cv.drawable(model), view, current_time=current_time(context.scene), cursor=st.cursor)
         try:
             os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-            written = render_png(geom, path, title=f"Pose space: {ob.name}")
+            written = render_png(geom, path, title=f"{source.title or source.label}: {ob.name}")
         except OSError as err:
             self.report({"ERROR"}, f"Could not write {path}: {err}")
             return {"CANCELLED"}

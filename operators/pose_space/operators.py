@@ -117,6 +117,7 @@ class ANIM_SIGNALS_OT_build_pose_space(BuildSettings, StepwiseOperator, bpy.type
         ps_ob, summary = write_build(plan)
         summary.seconds = self.elapsed()
         context.scene.anim_signals.last_pose_space.store(summary)
+        context.scene.anim_signals.pose_space_canvas.shows = "POSE_SPACE"  # what was built last shows
         src = plan.source_object
         if ps_ob != src:
             try:

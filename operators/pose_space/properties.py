@@ -253,6 +253,16 @@ class AnimSignalsPoseSpaceCanvasSettings(bpy.types.PropertyGroup):
         min=0,
         soft_max=1000,
     )
+    shows: EnumProperty(  # type: ignore[valid-type]
+        name="Canvas",
+        description="What the canvas shows when the active object has both a pose space and spatial keyframes "
+        "(with only one, the canvas shows that one)",
+        items=(
+            ("POSE_SPACE", "Pose Space", "The pose space: frames, time curve, control points and pins"),
+            ("SPATIAL_KEYFRAMES", "Spatial Keyframes", "The spatial keyframes: key poses as markers, the trajectory"),
+        ),
+        default="POSE_SPACE",
+    )
     png_path: StringProperty(  # type: ignore[valid-type]
         name="PNG File",
         description='Where Save PNG writes the canvas ("": <object>_pose_space.png next to the .blend, or in the temp folder)',

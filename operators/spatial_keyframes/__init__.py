@@ -18,11 +18,12 @@ For scripts::
     skf.pose_from_point(ob, skf.load_model(ob).clip.markers[3])   # the 4th key pose
 """
 
+from ..pose_space.canvas_state import SPATIAL_KEYFRAMES, CanvasSource, add_canvas_source, remove_canvas_source
 from . import operators, properties
 from .building import BuildSummary, iter_build, write_build
 from .posing import pose_at_marker, pose_from_point
 from .sources import BuildPlan, SpatialKeyframesInputError, plan_build
-from .storage import PROP, LoadedModel, ModelDataError, load_model, model_info
+from .storage import PROP, LoadedModel, ModelDataError, load_model, model_info, shown_model
 
 __all__ = [
     "PROP",
@@ -47,8 +48,9 @@ OPERATOR_CLASSES = operators.classes
 
 
 def register() -> None:
-    """Nothing after the classes (the canvas tools come with the canvas)."""
+    """After the classes: the pose-space canvas learns to show spatial keyframes."""
+    add_canvas_source(CanvasSource(SPATIAL_KEYFRAMES, "Spatial Keyframes", shown_model, title="Spatial keyframes"))
 
 
 def unregister() -> None:
-    pass
+    remove_canvas_source(SPATIAL_KEYFRAMES)

@@ -63,6 +63,7 @@ class _SpatialKeyframesOperator(BuildSettings, StepwiseOperator):
         result = context.scene.anim_signals.last_spatial_keyframes
         current_transaction().keep_fields(result)
         result.store(summary)
+        context.scene.anim_signals.pose_space_canvas.shows = "SPATIAL_KEYFRAMES"  # what was built last shows
         self.report({"INFO"}, summary.message())  # type: ignore[attr-defined]
         return {"FINISHED"}
 

@@ -14,7 +14,9 @@
 ``error``                  error per frame per joint of the reconstruction (weighted radians)
 ``keys key_rotations``     :meth:`SpatialKeyframeClip.to_dict`: marker frames (indices into
 ``n_joints trajectory``    the frames), key poses as quaternions (M x J x 4, flat), the 2D
-``blend``                  point of every frame (N x 2, flat), the rotation blend
+``blend markers``          point of every frame (N x 2, flat), the rotation blend, the
+                           markers (M x 2, flat; key -1: a marker added from a pose)
+``edited``                 markers were moved, added or removed on the canvas
 =========================  ================================================================
 
 :func:`load_model` rebuilds the :class:`SpatialKeyframeClip`, fits its RBF once and binds a
@@ -31,14 +33,17 @@ from typing import Any
 
 import numpy as np
 
-from ...anim_signals.spatialkeys import RotationRBF, SpatialKeyframeClip
+from ...anim_signals.spatialkeys import RotationRBF, SpatialKeyframeCanvas, SpatialKeyframeClip, canvas_model
+from ..blender_data.actions import id_read_only_reason
 from ..blender_data.bone_rotations import BoneRotationWriter
 from ..common.model_cache import ModelCache
 from ..common.transaction import current_transaction
 
-__all__ = ["PROP", "LoadedModel", "ModelDataError", "load_model", "model_info", "store_model"]
+__all__ = ["PROP", "LoadedModel", "ModelDataError", "load_model", "model_info", "shown_model", "store_edited",
+           "store_model"]
 
 PROP = "anim_signals_spatial_keyframes"
+_CLIP_FIELDS = ("keys", "key_rotations", "n_joints", "trajectory", "blend", "markers", "version", "token")
 VERSION = 1
 _CACHE: ModelCache[LoadedModel] = ModelCache()
 
@@ -56,6 +61,8 @@ class LoadedModel:
     writer: BoneRotationWriter
     bones: list[str]
     parents: list[int]
+    shown: SpatialKeyframeCanvas
+    """What the canvas draws (made once per stored version, so the canvas's geometry cache holds)."""
 
 
 def store_model(ob: Any, clip: SpatialKeyframeClip, extra: Mapping[str, Any]) -> None:
@@ -67,6 +74,21 @@ def store_model(ob: Any, clip: SpatialKeyframeClip, extra: Mapping[str, Any]) ->
     group.update(clip.to_dict())
     group.update({"version": VERSION, "token": uuid.uuid4().hex})
     ob[PROP] = group
+
+
+def store_edited(ob: Any, clip: SpatialKeyframeClip) -> None:
+    """Replace the stored clip of ``ob`` by an edited one (markers moved, added or removed),
+    keeping what it was built from; ``edited`` is set, ``error`` stays the build's. Recorded on
+    the running transaction. Raises ValueError without a model or on linked data."""
+    if ob is None or PROP not in ob.keys():
+        raise ValueError(f'"{getattr(ob, "name", ob)}" has no spatial keyframes: build them first')
+    reason = id_read_only_reason(ob)
+    if reason:
+        raise ValueError(reason)
+    g = ob[PROP]
+    extra = {name: _plain(g[name]) for name in g.keys() if name not in _CLIP_FIELDS}
+    extra["edited"] = True
+    store_model(ob, clip, extra)
 
 
 def model_info(ob: Any) -> dict[str, Any] | None:
@@ -81,7 +103,7 @@ def model_info(ob: Any) -> dict[str, Any] | None:
         "frames": len(g.get("trajectory", [])) // 2, "markers": len(g.get("keys", [])),
         "joints": int(g.get("n_joints", 0)), "error": float(g.get("error", 0.0)),
         "projection": str(g.get("projection", "")), "selection": str(g.get("selection", "")),
-        "optimised": bool(g.get("optimised", False)),
+        "optimised": bool(g.get("optimised", False)), "edited": bool(g.get("edited", False)),
     }
 
 
@@ -96,6 +118,7 @@ def _load_uncached(ob: Any) -> LoadedModel:
     try:
         data = {name: _plain(g[name]) for name in ("keys", "key_rotations", "n_joints", "trajectory")}
         data["blend"] = str(g.get("blend", "log"))
+        data["markers"] = _plain(g.get("markers", []))
         clip = SpatialKeyframeClip.from_dict(data)
         bones = [str(b) for b in g["bones"]]
         parents = [int(p) for p in g["parents"]]
@@ -108,7 +131,8 @@ def _load_uncached(ob: Any) -> LoadedModel:
         rbf = clip.rbf()
     except ValueError as err:
         raise ModelDataError(f'"{ob.name}": {err}: rebuild the spatial keyframes') from err
-    return LoadedModel(clip, rbf, writer, bones, parents)
+    shown = canvas_model(clip, float(g.get("frame_start", 0)))
+    return LoadedModel(clip, rbf, writer, bones, parents, shown)
 
 
 def _structure(ob: Any) -> tuple:
@@ -125,6 +149,15 @@ def load_model(ob: Any) -> LoadedModel | None:
         raise ModelDataError(f'"{ob.name}" is not an armature: its spatial keyframes cannot pose it')
     key = (ob.as_pointer(), str(ob[PROP].get("token", "")), _structure(ob))
     return _CACHE.get(key, lambda: _load_uncached(ob))
+
+
+def shown_model(ob: Any) -> tuple[Any, SpatialKeyframeCanvas] | None:
+    """(``ob``, what the canvas draws of its model), or None when ``ob`` has none (the canvas's
+    source ``find``); raises :class:`ModelDataError` for a model that no longer fits."""
+    if ob is None or ob.type != "ARMATURE":
+        return None
+    model = load_model(ob)
+    return None if model is None else (ob, model.shown)
 
 
 def marker_points(ob: Any) -> np.ndarray:

@@ -856,7 +856,9 @@ def test_shift_press_sketches_with_the_sidebars_sketch_frames(scene, data, tmp_p
     fake_bpy = types.SimpleNamespace(ops=types.SimpleNamespace(anim_signals=types.SimpleNamespace(
         pose_space_sketch=lambda how, **props: started.append((how, props)) or {"RUNNING_MODAL"})))
     monkeypatch.setattr(canvas_view, "bpy", fake_bpy)
-    monkeypatch.setattr(canvas_view, "_canvas_under_mouse", lambda context, event: (ps_ob, space, RECT))
+    source = ext_module("operators.pose_space.canvas_state").shown_on_canvas(bpy.context)[2]
+    assert source.kind == "POSE_SPACE"
+    monkeypatch.setattr(canvas_view, "_canvas_under_mouse", lambda context, event: (ps_ob, space, RECT, source))
     bpy.context.scene.anim_signals.pose_space_canvas.sketch_frames = 40
     press = canvas_view.ANIM_SIGNALS_OT_pose_space_canvas_press
     result = press.invoke(types.SimpleNamespace(), bpy.context, ev("LEFTMOUSE", "PRESS", (50.0, 60.0), shift=True))
