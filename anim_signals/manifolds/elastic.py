@@ -39,7 +39,7 @@ from .srv import normalise, project_closed, srv, srv_inverse
 # in earlier releases.
 __all__ = ["Alignment", "Clustering", "Prepared", "align", "blend", "cluster", "distance_matrix",
            "elastic_distance", "geodesic_closed", "iter_distance_matrix", "karcher_mean", "linear_distance",
-           "nearest", "prepare", "silhouette", "sphere_distance"]
+           "nearest", "prepare", "prepared_distance", "silhouette", "sphere_distance"]
 
 MAX_SLOPE = 3  # warps' slopes stay within 1/3 .. 3: a clip may play 3x faster or slower, no more
 MOVES = [(di, dj) for di in range(1, MAX_SLOPE + 1) for dj in range(1, MAX_SLOPE + 1) if gcd(di, dj) == 1]
@@ -438,11 +438,40 @@ def elastic_distance(c1: np.ndarray, c2: np.ndarray, *, closed: bool = False, n_
     p1 = prepare(_as_curve(c1, "c1"), n_samples=n_samples, closed=closed)
     p2 = prepare(_as_curve(c2, "c2"), n_samples=n_samples, closed=closed)
     _same_channels(p1, p2)
+    return float(finite_result("the distance", prepared_distance(p1, p2, align=align, exact=exact)))
+
+
+def prepared_distance(p1: Prepared, p2: Prepared, *, align: bool = True, exact: bool = False) -> float:
+    """:func:`elastic_distance` of two clips already :func:`prepare`-d (the same samples and channels).
+
+    Prepare every clip once and call this per pair: what distance matrices and library-scale
+    comparisons (:mod:`anim_signals.library`) do.
+
+    Parameters
+    ----------
+    p1, p2 : Prepared
+        From :func:`prepare` with the same ``n_samples`` and ``closed``.
+    align, exact : bool
+        As in :func:`elastic_distance`.
+
+    Returns
+    -------
+    float
+        Radians on the unit SRV sphere; symmetric in ``p1`` and ``p2``.
+
+    Examples
+    --------
+    >>> t = np.linspace(0.0, 1.0, 60)
+    >>> a = prepare(np.column_stack([t, t**2]), n_samples=40)
+    >>> b = prepare(np.column_stack([t, t**3]), n_samples=40)
+    >>> prepared_distance(a, b) == prepared_distance(b, a)
+    True
+    """
     d12 = _distance_prepared(p1, p2, align_curves=align, exact=exact)
     if align:
         # The DP warps the second curve only; taking the smaller direction keeps the distance symmetric.
         d12 = min(d12, _distance_prepared(p2, p1, align_curves=align, exact=exact))
-    return float(finite_result("the distance", d12))
+    return d12
 
 
 def linear_distance(c1: np.ndarray, c2: np.ndarray, *, n_samples: int = 100) -> float:
@@ -532,10 +561,7 @@ def _iter_distances(curves: list[np.ndarray], metric: str, closed: bool, n_sampl
         for c in curves:
             prepared.append(prepare(c, n_samples=n_samples, closed=closed))
         for done, (i, j) in enumerate(pairs, 1):
-            d = _distance_prepared(prepared[i], prepared[j], align_curves=align, exact=exact)
-            if align:
-                d = min(d, _distance_prepared(prepared[j], prepared[i], align_curves=align, exact=exact))
-            dist[i, j] = dist[j, i] = d
+            dist[i, j] = dist[j, i] = prepared_distance(prepared[i], prepared[j], align=align, exact=exact)
             yield done / len(pairs), None
     yield 1.0, finite_result("the distance matrix", dist)
 

@@ -53,6 +53,10 @@ MODULES = [
     "anim_signals.spatialkeys.compaction",
     "anim_signals.spatialkeys.generated",
     "anim_signals.spatialkeys.bvh",
+    "anim_signals.library.discovery",
+    "anim_signals.library.manifest",
+    "anim_signals.library.neighbours",
+    "anim_signals.library.generated",
 ]
 
 # The entry point of each tool, which must show how it is called.
@@ -75,6 +79,8 @@ ENTRY_POINTS = [
     ("anim_signals.spatialkeys.compaction", "compact_clip"),
     ("anim_signals.spatialkeys.backprojection", "fit_rotation_rbf"),
     ("anim_signals.spatialkeys.backprojection", "optimise_projection"),
+    ("anim_signals.library.neighbours", "compare_library"),
+    ("anim_signals.library.manifest", "Manifest"),
 ]
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from anim_signals.library.generated import humanoid_bvh
+
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "scripts" / "anim_signals_cli.py"
 HAS_BPY = importlib.util.find_spec("bpy") is not None
@@ -199,65 +201,9 @@ def test_compare_report_is_pure_python():
     assert payload["distances"] is None and "not available" in md
 
 
-HUMANOID = [  # name, parent, offset (BVH: Y up, cm-ish units)
-    ("Hips", None, (0, 0, 0)), ("Spine", "Hips", (0, 10, 0)), ("Neck", "Spine", (0, 40, 0)),
-    ("Head", "Neck", (0, 10, 0)),
-    ("LeftArm", "Spine", (15, 35, 0)), ("LeftForeArm", "LeftArm", (0, -28, 0)), ("LeftHand", "LeftForeArm", (0, -25, 0)),
-    ("RightArm", "Spine", (-15, 35, 0)), ("RightForeArm", "RightArm", (0, -28, 0)),
-    ("RightHand", "RightForeArm", (0, -25, 0)),
-    ("LeftUpLeg", "Hips", (9, -5, 0)), ("LeftLeg", "LeftUpLeg", (0, -42, 0)), ("LeftFoot", "LeftLeg", (0, -40, 0)),
-    ("RightUpLeg", "Hips", (-9, -5, 0)), ("RightLeg", "RightUpLeg", (0, -42, 0)),
-    ("RightFoot", "RightLeg", (0, -40, 0)),
-]
-
-
 def write_humanoid_bvh(path, frames=48, *, swing=30.0, arms=0.0, cycles=1.0, speed=1.0, phase=0.0):
-    """A tiny humanoid BVH: a walk-like swing of legs and arms (degrees), ``cycles`` strides over the clip."""
-    import math
-
-    children = {}
-    for name, parent, _ in HUMANOID:
-        children.setdefault(parent, []).append(name)
-    offsets = {n: o for n, _, o in HUMANOID}
-    lines = ["HIERARCHY"]
-
-    def emit(name, depth):
-        ind = "  " * depth
-        lines.append(f"{ind}{'ROOT' if depth == 0 else 'JOINT'} {name}")
-        lines.append(f"{ind}{{")
-        lines.append(f"{ind}  OFFSET {' '.join(str(v) for v in offsets[name])}")
-        if depth == 0:
-            lines.append(f"{ind}  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation")
-        else:
-            lines.append(f"{ind}  CHANNELS 3 Zrotation Xrotation Yrotation")
-        kids = children.get(name, [])
-        for k in kids:
-            emit(k, depth + 1)
-        if not kids:
-            lines.extend([f"{ind}  End Site", f"{ind}  {{", f"{ind}    OFFSET 0 -5 0", f"{ind}  }}"])
-        lines.append(f"{ind}}}")
-
-    emit("Hips", 0)
-    lines += ["MOTION", f"Frames: {frames}", "Frame Time: 0.0333333"]
-    order = [n for n, _, _ in HUMANOID]
-    for i in range(frames):
-        t = 2 * math.pi * cycles * i / (frames - 1) + phase
-        s = math.sin(t)
-        rot = {n: [0.0, 0.0, 0.0] for n in order}  # Z X Y
-        rot["LeftUpLeg"][1] = swing * s
-        rot["RightUpLeg"][1] = -swing * s
-        rot["LeftLeg"][1] = 25 * max(0.0, -math.cos(t))
-        rot["RightLeg"][1] = 25 * max(0.0, math.cos(t))
-        rot["LeftArm"][1] = -0.7 * swing * s
-        rot["RightArm"][1] = 0.7 * swing * s
-        rot["LeftArm"][0] = arms
-        rot["RightArm"][0] = -arms
-        rot["Spine"][2] = 5 * s
-        vals = [0.0, 92 + 2 * math.cos(2 * t), speed * 60.0 * i / frames]
-        for n in order:
-            vals += rot[n]
-        lines.append(" ".join(f"{v:.4f}" for v in vals))
-    path.write_text("\n".join(lines) + "\n")
+    """A tiny humanoid BVH (``anim_signals.library.generated.humanoid_bvh``) written to ``path``."""
+    path.write_text(humanoid_bvh(frames, swing=swing, arms=arms, cycles=cycles, speed=speed, phase=phase))
     return path
 
 
