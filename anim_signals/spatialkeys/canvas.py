@@ -208,11 +208,14 @@ def even_stroke_frames(points: ArrayLike, frames: int) -> np.ndarray:
         raise ValueError(f"A recorded motion has 2 to {MAX_RECORDED_FRAMES} frames, got {frames}")
     if not np.all(np.isfinite(p)):
         raise ValueError("The stroke holds NaN or infinite values")
-    step = np.hypot(*np.diff(p, axis=0).T) if len(p) > 1 else np.zeros(0)
+    no_length = "The stroke has no length: draw it across the canvas"
+    if len(p) < 2:  # an empty stroke too
+        raise ValueError(no_length)
+    step = np.hypot(*np.diff(p, axis=0).T)
     keep = np.concatenate([[True], step > 0.0])
     p, step = p[keep], step[step > 0.0]
     if len(p) < 2:
-        raise ValueError("The stroke has no length: draw it across the canvas")
+        raise ValueError(no_length)
     arc = np.concatenate([[0.0], np.cumsum(step)])
     u = np.linspace(0.0, arc[-1], f)
     out = np.column_stack([np.interp(u, arc, p[:, 0]), np.interp(u, arc, p[:, 1])])

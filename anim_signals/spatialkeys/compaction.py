@@ -174,8 +174,9 @@ class SpatialKeyframeClip:
         return self.trajectory[self.keys]
 
     def _edited(self, keys: np.ndarray, rotations: np.ndarray, markers: np.ndarray) -> SpatialKeyframeClip:
-        return SpatialKeyframeClip(np.asarray(keys, dtype=int), rotations, self.trajectory, self.blend,
-                                   np.asarray(markers, dtype=float).reshape(-1, 2))
+        # copies: an edit must not share a writable array with the clip it came from
+        return SpatialKeyframeClip(np.array(keys, dtype=int), np.array(rotations, dtype=float), self.trajectory,
+                                   self.blend, np.array(markers, dtype=float).reshape(-1, 2))
 
     def _check_place(self, xy: ArrayLike, skip: int = -1) -> np.ndarray:
         p = np.asarray(xy, dtype=float).reshape(-1)
@@ -220,8 +221,12 @@ class SpatialKeyframeClip:
         Raises
         ------
         ValueError
-            On a pose of another joint count, non-finite values, or a point on another marker.
+            On a pose of another joint count, non-finite values, a point on another marker, or a
+            frame that is no row of the trajectory (nor -1).
         """
+        if not -1 <= int(frame) < len(self.trajectory):
+            raise ValueError(f"Frame {frame} is no row of the trajectory (0-{len(self.trajectory) - 1}, "
+                             "or -1 for a pose that is no frame of the clip)")
         m = as_matrices(rotations)
         if m.shape != self.key_rotations.shape[1:]:
             raise ValueError(f"The pose has {m.shape[0] if m.ndim == 3 else '?'} joints; the model has "
