@@ -51,6 +51,7 @@ MODULES = [
     "anim_signals.spatialkeys.backprojection",
     "anim_signals.spatialkeys.temporal",
     "anim_signals.spatialkeys.compaction",
+    "anim_signals.spatialkeys.canvas",
     "anim_signals.spatialkeys.generated",
     "anim_signals.spatialkeys.bvh",
     "anim_signals.library.discovery",
