@@ -37,6 +37,10 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
     sk-compact FOLDER|FILES... [--out DIR] [--ratio 0.03] [--selection uniform,scs,pb,rols|all]
                          [--projection pca,mds,force,isomap,lle,tsne,rbfp|all] [--optimise/--no-optimise]
                          [--keep-moving] [--seed 0]
+``cli/library.py`` (whole libraries on Dask; resumable: DIR/manifest.json)
+    library fit|loop|compare|db-build FOLDER --out DIR [--scheduler ADDRESS] [--workers N] [--retry-failed]
+                         [the command's options: fit's tolerances and mode; loop --auto/--in-place;
+                          compare --features BODY|CHANNELS --k 10 --candidates 0 --clusters 0; db-build --fps 30]
 
 Every command but ``sk-compact`` enables the extension and calls its operators (``bpy.ops.anim_signals.*``,
 the ones the UI uses); ``sk-compact`` does not start Blender (it reads BVH with the core's reader and calls
@@ -57,12 +61,12 @@ import sys
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # blender --python: scripts/ is not on the path
-from cli import fit_spline, loop_blend_compare, motion_db, pose_space, spatial_keyframes, transfer  # noqa: E402
+from cli import fit_spline, library, loop_blend_compare, motion_db, pose_space, spatial_keyframes, transfer  # noqa: E402
 from cli.common import debugging  # noqa: E402
 from cli.errors import EXIT_CODES_HELP, EXIT_FAILED, EXIT_UNUSABLE, CliError  # noqa: E402
 
 COMMANDS = [*fit_spline.PARSERS, *loop_blend_compare.PARSERS, *pose_space.PARSERS, *motion_db.PARSERS,
-            *transfer.PARSERS, *spatial_keyframes.PARSERS]
+            *transfer.PARSERS, *spatial_keyframes.PARSERS, *library.PARSERS]
 
 
 def build_parser():

@@ -84,6 +84,9 @@ def replace_file(path: str | os.PathLike, text: str) -> None:
     folder, base = os.path.split(os.path.abspath(path))
     fd, temporary = tempfile.mkstemp(prefix=f".{base}.partial-", dir=folder)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)  # mkstemp makes it private; the result is an ordinary file
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()

@@ -403,8 +403,10 @@ def _local_blocks(embedding: Embedding, blocks: list[np.ndarray]) -> list[np.nda
 
 
 def representative_matrix(embedding: Embedding, reps: Sequence[int], known: Mapping[tuple[int, int], float],
-                          map_blocks: BlockMapper = _local_blocks) -> np.ndarray:
-    """Full exact distance matrix between ``reps`` (pairs in ``known`` reused)."""
+                          map_blocks: BlockMapper | None = None) -> np.ndarray:
+    """Full exact distance matrix between ``reps`` (pairs in ``known`` reused; the others by ``map_blocks``,
+    default here)."""
+    map_blocks = map_blocks or _local_blocks
     r = len(reps)
     out = np.zeros((r, r))
     missing = []
@@ -426,7 +428,7 @@ def representative_matrix(embedding: Embedding, reps: Sequence[int], known: Mapp
 def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: int | None = None,
                     closed: bool = True, n_samples: int = 100, coarse: int = 32,
                     n_clusters: int | None = None, block_size: int = 256,
-                    map_blocks: BlockMapper = _local_blocks) -> LibraryComparison:
+                    map_blocks: BlockMapper | None = None) -> LibraryComparison:
     """k-NN graph, clusters and representatives of a library, exact distances only for candidates.
 
     Parameters
@@ -444,7 +446,7 @@ def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: 
     block_size : int
         Pairs per block of exact distances.
     map_blocks : callable, optional
-        ``map_blocks(embedding, blocks) -> [distances per block]``: where the blocks run (default: here,
+        ``map_blocks(embedding, blocks) -> [distances per block]``: where the blocks run (default None: here,
         one after the other; a distributed runner passes its own).
 
     Returns
@@ -466,6 +468,7 @@ def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: 
     ([2, 3, 0, 1], [2, 1, 2, 1])
     """
     k = positive_int("k", k)
+    map_blocks = map_blocks or _local_blocks
     embedding = embed(curves, n_samples=n_samples, closed=closed, coarse=coarse)
     m = embedding.size
     cheap = np.vstack([cheap_distances(embedding, range(s, min(s + 64, m))) for s in range(0, m, 64)])

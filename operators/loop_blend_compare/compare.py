@@ -48,11 +48,13 @@ __all__ = [
     "ComparePlan",
     "CompareSummary",
     "body_curve",
+    "clip_body_curve",
     "finish_compare",
     "iter_compare",
     "keep_compare_results",
     "plan_compare",
     "resolve_image_path",
+    "rotation_curve",
 ]
 
 CLUSTER_PROPERTY = "anim_signals_cluster"
@@ -122,6 +124,37 @@ def _mismatch(ref_keys, keys) -> str:
     return "; ".join(parts)
 
 
+def _rotation_channels(action, ob) -> dict:
+    """(data path, index) -> (F-curve, spec) of the action's rotation channels; MotionInputError if none."""
+    user = object_playing(action, ob)
+    fcs = fcurves_of_action(action, user)
+    specs = channel_specs(user, fcs)
+    rot = [(fc, sp) for fc, sp in zip(fcs, specs, strict=True) if sp.kind in ROTATION_KINDS]
+    if not rot:
+        raise MotionInputError(f'Action "{action.name}" has no rotation channels to compare (try Body features)')
+    return {(sp.data_path, sp.array_index): (fc, sp) for fc, sp in rot}
+
+
+def rotation_curve(action, ob) -> tuple[np.ndarray, list[tuple[str, int]], list[str], list[str]]:
+    """One action's rotation channels as Compare Actions reads them (CHANNELS features): the continuous
+    curve (frames x channels), its channel keys (data path, index), kinds and owners. For comparing
+    clips one at a time elsewhere (a library run); Compare Actions itself harmonises them to the first
+    action's turns and quaternion signs (:func:`anim_signals.manifolds.harmonise`). Raises
+    MotionInputError."""
+    by_key = _rotation_channels(action, ob)
+    keys = list(by_key)
+    specs = [by_key[k][1] for k in keys]
+    owners = [sp.owner_path for sp in specs]
+    _, values = sample_action(action, [by_key[k][0] for k in keys], "Action")
+    return continuous_values(values, specs, owners), keys, [sp.kind for sp in specs], owners
+
+
+def clip_body_curve(action, ob, scene, n_samples: int) -> np.ndarray:
+    """One action's body features as Compare Actions reads them (BODY features), played on its
+    armature (``ob`` when it has the bones). Raises MotionInputError."""
+    return body_curve(_body_jobs([action], ob, n_samples)[0], scene)
+
+
 def _channel_curves(actions, ob) -> list[np.ndarray]:
     """Rotation channels by name: every action must have the same ones."""
     ref_keys: list[tuple[str, int]] | None = None
@@ -130,13 +163,7 @@ def _channel_curves(actions, ob) -> list[np.ndarray]:
     owners: list[str] = []
     curves: list[np.ndarray] = []
     for action in actions:
-        user = object_playing(action, ob)
-        fcs = fcurves_of_action(action, user)
-        specs = channel_specs(user, fcs)
-        rot = [(fc, sp) for fc, sp in zip(fcs, specs, strict=True) if sp.kind in ROTATION_KINDS]
-        if not rot:
-            raise MotionInputError(f'Action "{action.name}" has no rotation channels to compare (try Body features)')
-        by_key = {(sp.data_path, sp.array_index): (fc, sp) for fc, sp in rot}
+        by_key = _rotation_channels(action, ob)
         if ref_keys is None:
             ref_keys, ref_name = list(by_key), action.name
             kinds = [by_key[k][1].kind for k in ref_keys]
