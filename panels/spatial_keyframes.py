@@ -3,13 +3,27 @@ action, compact the action, the stored model's numbers and the last compaction's
 
 Reads ``scene.anim_signals.spatial_keyframes`` / ``.last_spatial_keyframes`` and the model stored
 on the object (owned by ``operators/spatial_keyframes``); only draws and calls the operators. The
-markers and the trajectory will be drawn on the pose-space canvas (next step).
+markers and the trajectory are drawn on the pose-space canvas; the canvas tools' buttons (navigate,
+add / remove a marker, Frame All, Save PNG, and Record / Play Back once their operators are
+registered) sit under the model's numbers.
 """
 
 from __future__ import annotations
 
 import bpy
 
+from ..operators.pose_space.canvas_view import (
+    ANIM_SIGNALS_OT_pose_space_save_png,
+    ANIM_SIGNALS_OT_pose_space_view_all,
+)
+from ..operators.spatial_keyframes.canvas_tools import (
+    PLAY_BACK,
+    RECORD,
+    ANIM_SIGNALS_OT_spatial_keyframes_add_marker,
+    ANIM_SIGNALS_OT_spatial_keyframes_navigate,
+    ANIM_SIGNALS_OT_spatial_keyframes_remove_marker,
+    operator_available,
+)
 from ..operators.spatial_keyframes.operators import (
     ANIM_SIGNALS_OT_compact_action,
     ANIM_SIGNALS_OT_spatial_keyframes_from_action,
@@ -17,6 +31,7 @@ from ..operators.spatial_keyframes.operators import (
 from ..operators.spatial_keyframes.properties import BUILD_SETTINGS
 from ..operators.spatial_keyframes.storage import model_info
 from .common import settings_button, split_layout
+from .pose_space import draw_canvas_switch
 
 
 class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
@@ -46,6 +61,8 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
         settings_button(layout, ANIM_SIGNALS_OT_compact_action.bl_idname, s, BUILD_SETTINGS,
                         text="Compact Action", icon="ACTION")
         self.draw_model(layout, info, ob.name)
+        if info is not None:
+            draw_canvas_tools(layout, context.scene.anim_signals.pose_space_canvas, ob)
         self.draw_comparison(layout, context.scene.anim_signals.last_spatial_keyframes, ob.name)
 
     @staticmethod
@@ -55,7 +72,8 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
             return
         col = layout.box().column(align=True)
         col.label(text=f'From "{info["action"]}" ({info["frame_start"]}\u2013{info["frame_end"]})', icon="ACTION")
-        col.label(text=f"Markers {info['markers']}   Frames {info['frames']}   Joints {info['joints']}")
+        edited = " (edited)" if info["edited"] else ""
+        col.label(text=f"Markers {info['markers']}{edited}   Frames {info['frames']}   Joints {info['joints']}")
         opt = ", optimised" if info["optimised"] else ""
         col.label(text=f"{info['projection'].upper()}, {info['selection']} keys{opt}")
         col.label(text=f"Error {info['error']:.4g} per frame per joint")
@@ -70,6 +88,36 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
         col.label(text=f"Size {result.size:.0f} ({100 * result.size_ratio:.1f} %)")
         for row in result.schemes:
             col.label(text=f"{row.scheme} ({row.kind.lower()}): {row.error:.4g}")
+
+
+def draw_canvas_tools(layout, settings, ob) -> None:
+    """The canvas's switch and tools for the armature's spatial keyframes, with a short help."""
+    draw_canvas_switch(layout, settings, ob)
+    col = layout.column(align=True)
+    row = col.row(align=True)
+    row.operator(ANIM_SIGNALS_OT_spatial_keyframes_navigate.bl_idname, text="Navigate", icon="ORIENTATION_CURSOR")
+    row.operator(ANIM_SIGNALS_OT_spatial_keyframes_add_marker.bl_idname, text="Add Marker", icon="ADD")
+    row = col.row(align=True)
+    row.operator(ANIM_SIGNALS_OT_spatial_keyframes_remove_marker.bl_idname, text="Remove Marker", icon="REMOVE")
+    row.operator(ANIM_SIGNALS_OT_pose_space_view_all.bl_idname, text="Frame All", icon="FULLSCREEN_ENTER")
+    # recording and play-back come from their own module; their buttons show once they are registered
+    playing = [(idname, text, icon) for idname, text, icon in ((RECORD, "Record", "REC"), (PLAY_BACK, "Play Back", "PLAY"))
+               if operator_available(idname)]
+    if playing:
+        row = col.row(align=True)
+        for idname, text, icon in playing:
+            row.operator(idname, text=text, icon=icon)
+    row = layout.row(align=True)
+    op = row.operator(ANIM_SIGNALS_OT_pose_space_save_png.bl_idname, text="Save PNG", icon="IMAGE_DATA")
+    op.filepath = settings.png_path
+    row.prop(settings, "png_path", text="")
+    layout.prop(settings, "height")
+    col = layout.box().column(align=True)
+    col.scale_y = 0.8
+    col.label(text="Drag on the canvas:", icon="MOUSE_LMB_DRAG")
+    col.label(text="diamond: move marker")
+    col.label(text="elsewhere: pose the rig")
+    col.label(text="Shift: record, wheel: zoom, MMB: pan")
 
 
 classes = (ANIM_SIGNALS_PT_spatial_keyframes,)

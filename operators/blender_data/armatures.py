@@ -6,8 +6,9 @@ action or have its bones (:func:`armatures_using`, :func:`animated_bones`,
 not-assigned action: :func:`bone_heads_with_action`; in cm: :func:`cm_per_unit`), the pose-bone
 channels of an armature's action (:func:`pose_bone_fcurves`, read as a frame matrix by
 :func:`read_action_matrix`, written live by :class:`PoseWriter`), the pose-bone transforms as they
-are (:func:`read_bone_transforms`, :func:`restore_bone_transforms`), and the root channels a loop
-keeps travelling (:func:`travel_channels`). Pose-bone transforms are read and written with one
+are (:func:`read_bone_transforms`, :func:`restore_bone_transforms`), bones' locations keyed as they
+are (:func:`key_held_locations`), and the root channels a loop keeps travelling
+(:func:`travel_channels`). Pose-bone transforms are read and written with one
 ``foreach_get`` / ``foreach_set`` per property.
 """
 
@@ -19,7 +20,16 @@ from typing import Any
 import bpy
 import numpy as np
 
-from .actions import assigned_action, fcurves_of_action, get_action, list_fcurves, objects_using_action
+from .actions import (
+    assigned_action,
+    fcurves_of_action,
+    find_fcurve,
+    get_action,
+    get_slot,
+    list_fcurves,
+    new_fcurve,
+    objects_using_action,
+)
 from .channels import (
     LOCATION,
     ChannelSpec,
@@ -29,7 +39,7 @@ from .channels import (
     continuous_values,
     property_of_path,
 )
-from .fcurves import sample_curves
+from .fcurves import sample_curves, write_dense_linear
 from .frames import visiting_frames
 
 POSE_PROPERTY_SIZE = {"location": 3, "rotation_euler": 3, "rotation_quaternion": 4, "scale": 3}
@@ -217,14 +227,20 @@ def read_action_matrix(ob: bpy.types.Object, frames: Sequence[float] | np.ndarra
     return continuous_values(values, specs), specs
 
 
+# What a tool posing the bones may write (the pose space's channels, and the spatial keyframes'
+# rotations in every bone's own mode, axis-angle included): a snapshot holds them all.
+TRANSFORM_SIZE = {**POSE_PROPERTY_SIZE, "rotation_axis_angle": 4}
+
+
 def read_bone_transforms(ob: bpy.types.Object) -> dict[str, np.ndarray] | None:
-    """Every pose bone's :data:`POSE_PROPERTIES` as they are now (property -> flat float32 array,
-    bones in ``ob.pose.bones`` order); None for objects without a pose."""
+    """Every pose bone's :data:`POSE_PROPERTIES` and axis-angle rotation as they are now
+    (property -> flat float32 array, bones in ``ob.pose.bones`` order); None for objects without
+    a pose."""
     if ob.pose is None:
         return None
     bones = ob.pose.bones
     out = {}
-    for prop, size in POSE_PROPERTY_SIZE.items():
+    for prop, size in TRANSFORM_SIZE.items():
         buf = np.empty(len(bones) * size, dtype=np.float32)
         bones.foreach_get(prop, buf)
         out[prop] = buf
@@ -237,9 +253,28 @@ def restore_bone_transforms(ob: bpy.types.Object, transforms: dict[str, np.ndarr
     if ob.pose is not None and transforms:
         bones = ob.pose.bones
         for prop, buf in transforms.items():
-            if buf.size == len(bones) * POSE_PROPERTY_SIZE[prop]:
+            if buf.size == len(bones) * TRANSFORM_SIZE[prop]:
                 bones.foreach_set(prop, buf)
     ob.update_tag()
+
+
+def key_held_locations(ob: bpy.types.Object, action: bpy.types.Action, names: Sequence[str],
+                       frames: np.ndarray) -> int:
+    """Key each pose bone of ``names`` at its location now on every frame of ``frames`` (one
+    LINEAR key per frame: the bone holds still), in ``action``, which must be assigned to ``ob``
+    (its slot's curves on 4.4+); missing curves are created. Returns the number of curves written."""
+    slot = get_slot(ob)
+    frames = np.asarray(frames, dtype=np.float64)
+    bones: Any = ob.pose.bones  # type: ignore[union-attr]
+    written = 0
+    for name in names:
+        location = np.array(bones[name].location, dtype=np.float64)
+        path = bone_path(name, "location")
+        for i in range(3):
+            fc = find_fcurve(action, slot, path, i) or new_fcurve(ob, action, path, i, group=name)
+            write_dense_linear(fc, frames, np.full(len(frames), location[i]))
+            written += 1
+    return written
 
 
 class PoseWriter:

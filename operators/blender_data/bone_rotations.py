@@ -4,9 +4,10 @@ Owns reading an armature action as ``(frames, bones, 4)`` quaternions ``(w, x, y
 bones' parents (:func:`read_bone_rotations`: each bone's rotation curves in its own rotation mode,
 quaternion, Euler of any order or axis-angle; a bone without curves keeps its current rotation),
 finding the channels that are neither rotations nor the root's location (:func:`other_moving_channels`),
-posing the bones from quaternions (:class:`BoneRotationWriter`, one ``foreach_get`` /
-``foreach_set`` per rotation property) and writing quaternions per frame back as keys in each
-bone's mode (:func:`write_rotation_curves`). The conversions are the core's
+posing the bones from quaternions and reading their current pose back
+(:class:`BoneRotationWriter`, one ``foreach_get`` / ``foreach_set`` per rotation property) and
+writing quaternions per frame back as keys in each bone's mode (:func:`write_rotation_curves`).
+The conversions are the core's
 (``anim_signals.spatialkeys.rotation_modes``).
 """
 
@@ -191,6 +192,20 @@ class BoneRotationWriter:
             rows.append(where[name])
         self.groups = {k: (np.array(c, dtype=np.int64), np.array(r, dtype=np.int64)) for k, (c, r) in groups.items()}
         self.modes = modes
+
+    def read(self, ob: Any) -> np.ndarray:
+        """The bones' rotations now, as unit quaternions ``(J, 4)`` (``w >= 0``) in the constructor's
+        bone order, each read in its rotation mode (one ``foreach_get`` per rotation property)."""
+        bones = ob.pose.bones
+        if len(bones) != self.n_bones:
+            raise ValueError(f'"{ob.name}" has {len(bones)} bones, the model was bound to {self.n_bones}')
+        out = np.empty((len(self.modes), 4))
+        values: dict[str, np.ndarray] = {}
+        for (prop, mode), (cols, rows) in self.groups.items():
+            if prop not in values:
+                values[prop] = _current_values(ob, prop)
+            out[cols] = mode_values_to_quaternions(values[prop][rows], mode)
+        return out
 
     def write(self, ob: Any, quaternions: np.ndarray) -> None:
         """Set the bones' rotations to ``quaternions`` ((J, 4), the constructor's bone order) and tag ``ob``."""

@@ -29,6 +29,7 @@ from ..blender_data.shape_keys import read_key_values, restore_key_values
 from ..common.transaction import current_transaction, transaction, transactional
 from .canvas_state import (
     HIT_RADIUS,
+    POSE_SPACE,
     SURE_RADIUS,
     ZOOM_STEP,
     canvas_rect,
@@ -58,7 +59,10 @@ __all__ = [
     "ANIM_SIGNALS_OT_pose_space_navigate",
     "ANIM_SIGNALS_OT_pose_space_pin",
     "ANIM_SIGNALS_OT_pose_space_sketch",
+    "TOOL_KEYS",
+    "CanvasDrag",
     "commit_space",
+    "keep_pose",
     "navigate_latency",
     "stroke_items",
 ]
@@ -106,12 +110,17 @@ TOOL_KEYS = "  |  Wheel: zoom, MMB / Ctrl+drag: pan, Esc / RMB: cancel"
 HELD = "  |  Held at the edge of the frames' neighbourhood: further out the pose only distorts"
 
 
-class _CanvasDrag:
+class CanvasDrag:
     """Wait for a press on the canvas (or start at once when dispatched by a press), drag, commit on
     release.  Wheel zooms and middle mouse / Ctrl+drag pans while waiting; ESC or right-click cancels
-    and restores the state before the drag."""
+    and restores the state before the drag.
+
+    Another tool's canvas model (the spatial keyframes) reuses it by setting ``_kind`` (whose canvas
+    state, view and cursor it works on) and ``_find`` (its object and the model the canvas draws, or
+    the reason reported); the snapshot covers what posing writes on any object."""
 
     HINT = ""
+    _kind = POSE_SPACE
 
     start_drag: BoolProperty(  # type: ignore[valid-type]
         name="Start Dragging",
@@ -131,6 +140,10 @@ class _CanvasDrag:
     @classmethod
     def poll(cls, context):
         return poll_space(cls, context)
+
+    def _find(self, context) -> tuple[Any, Any]:
+        """(object, the model the canvas draws) for this tool; (object, None) with the reason reported."""
+        return space_or_report(self, context)
 
     def _snapshot(self) -> tuple[Any, Any, Any]:
         """What a live pose update may write on the object: its shape-key values and bone transforms
@@ -158,7 +171,7 @@ class _CanvasDrag:
         rect = self._rect_now(context)
         if rect is None or self._space is None:
             return None
-        return view_for(state_of(self._ob), self._space, rect)
+        return view_for(state_of(self._ob, self._kind), self._space, rect)
 
     def _pose_xy(self, context, xy) -> np.ndarray:
         view = self._view(context)
@@ -203,7 +216,7 @@ class _CanvasDrag:
 
     def _start(self, context, event) -> set[str]:
         """Wait for a press on the canvas (or drag at once when dispatched by one)."""
-        ob, space = space_or_report(self, context)
+        ob, space = self._find(context)
         if space is None:
             return {"CANCELLED"}
         self._ob, self._space = ob, space
@@ -274,7 +287,7 @@ class _CanvasDrag:
         if view is None:
             return
         v = view.zoomed(factor, xy)
-        st = state_of(self._ob)
+        st = state_of(self._ob, self._kind)
         st.center, st.scale = v.center, v.scale
         tag_redraw(context)
 
@@ -283,7 +296,7 @@ class _CanvasDrag:
         if view is None or self._panning is None:
             return
         v = view.panned(xy[0] - self._panning[0], xy[1] - self._panning[1])
-        st = state_of(self._ob)
+        st = state_of(self._ob, self._kind)
         st.center, st.scale = v.center, v.scale
         self._panning = xy
         tag_redraw(context)
@@ -305,7 +318,7 @@ class _CanvasDrag:
         return {"CANCELLED"}
 
     def _restore(self, context) -> None:
-        st = state_of(self._ob)
+        st = state_of(self._ob, self._kind)
         st.preview = None
         st.stroke = None
         if self._snap is not None:
@@ -316,7 +329,7 @@ class _CanvasDrag:
         tag_redraw(context)
 
 
-class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
+class ANIM_SIGNALS_OT_pose_space_navigate(CanvasDrag, bpy.types.Operator):
     """Drag a cursor through the pose space: the character takes the pose under it (shape-key values g(p))"""
 
     bl_idname = "anim_signals.pose_space_navigate"
@@ -370,10 +383,10 @@ class ANIM_SIGNALS_OT_pose_space_navigate(_CanvasDrag, bpy.types.Operator):
 
     def _restore(self, context) -> None:
         state_of(self._ob).cursor = self._old_cursor
-        _CanvasDrag._restore(self, context)
+        CanvasDrag._restore(self, context)
 
 
-class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
+class ANIM_SIGNALS_OT_pose_space_edit_time(CanvasDrag, bpy.types.Operator):
     """Move a control point of the time signal: only frames within its B-spline's support change"""
 
     bl_idname = "anim_signals.pose_space_edit_time"
@@ -434,7 +447,7 @@ class ANIM_SIGNALS_OT_pose_space_edit_time(_CanvasDrag, bpy.types.Operator):
         return self._commit_drag(context, new)
 
 
-class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
+class ANIM_SIGNALS_OT_pose_space_pin(CanvasDrag, bpy.types.Operator):
     """Pin a frame to a pose-space position: the other positions re-solve by MDS, g and f are refitted"""
 
     bl_idname = "anim_signals.pose_space_pin"
@@ -468,7 +481,7 @@ class ANIM_SIGNALS_OT_pose_space_pin(_CanvasDrag, bpy.types.Operator):
     def invoke(self, context, event):
         if self.clear:  # the Clear Pins button: nothing to drag, clear at once
             return self.execute(context)
-        return _CanvasDrag.invoke(self, context, event)
+        return CanvasDrag.invoke(self, context, event)
 
     @transactional
     def execute(self, context):
@@ -534,7 +547,7 @@ def stroke_items(points) -> list[dict[str, Any]]:
     return [{"name": "", "co": (float(x), float(y))} for x, y in np.asarray(points, dtype=float).reshape(-1, 2)]
 
 
-class ANIM_SIGNALS_OT_pose_space_sketch(_CanvasDrag, bpy.types.Operator):
+class ANIM_SIGNALS_OT_pose_space_sketch(CanvasDrag, bpy.types.Operator):
     """Sketch a stroke in the pose space: the time signal is replaced by one along it (a new sequence)"""
 
     bl_idname = "anim_signals.pose_space_sketch"

@@ -20,8 +20,11 @@ from .storage import load_model
 __all__ = ["pose_at_marker", "pose_from_point"]
 
 
-def pose_from_point(ob: Any, xy: Any) -> np.ndarray:
+def pose_from_point(ob: Any, xy: Any, rbf: Any = None) -> np.ndarray:
     """Set the bones of ``ob`` to the stored model's pose at the plane point ``xy`` (x, y).
+
+    ``rbf``: the back-projection of an edited clip of the same joints (a marker being dragged on
+    the canvas, not stored yet) to pose through instead of the stored model's.
 
     Returns the written rotations as quaternions ``(J, 4)`` in the model's bone order. At a
     marker's position the pose is that marker's key pose (exact up to float32 storage). Raises
@@ -37,7 +40,7 @@ def pose_from_point(ob: Any, xy: Any) -> np.ndarray:
     reason = id_read_only_reason(ob)
     if reason:
         raise ValueError(reason)
-    quats = as_quaternions(model.rbf.evaluate(point[None])[0])
+    quats = as_quaternions((model.rbf if rbf is None else rbf).evaluate(point[None])[0])
     model.writer.write(ob, quats)
     return quats
 

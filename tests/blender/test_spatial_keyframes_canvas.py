@@ -1,0 +1,460 @@
+"""The spatial keyframes' canvas tools (operators/spatial_keyframes/canvas_tools.py, the panel's
+buttons) on the generated walk.
+
+Every tool is checked through its ``execute()`` (its result as properties) and through its modal
+path driven with stand-in events the way the window manager would (headless Blender has no event
+loop; ``fake_op`` and ``ev`` of the pose-space canvas tests). Expected poses come from the core's
+compaction of the rotations read independently (scipy, ``_sk_helpers``) or from the original
+action; poses are read back through Blender (``PoseBone.matrix_basis``). Every refusal is checked
+to change nothing: the file (``assert_refused``) and the bones' transforms.
+
+Undo is not tested here: headless Blender has no undo stack (``bpy.ops.ed.undo.poll()`` is False
+without a window); each tool is ``REGISTER``/``UNDO`` and stores its edit through the model's ID
+property, which Blender's undo restores (the cache is keyed by the stored token).
+"""
+
+from __future__ import annotations
+
+import types
+
+import bpy
+import numpy as np
+import pytest
+from _bl_helpers import FakeLayout, assert_refused, assert_same_state, ext_module, snapshot_all
+from _sk_helpers import make_walk, pose_matrices, quaternions_of, run
+from test_pose_space_canvas import RECT, ev, fake_op
+
+N_FRAMES = 60
+COUNT = 6
+TOOLS = ("spatial_keyframes_navigate", "spatial_keyframes_move_marker", "spatial_keyframes_add_marker",
+         "spatial_keyframes_remove_marker")
+
+
+@pytest.fixture
+def skf(extension):
+    return ext_module("operators.spatial_keyframes")
+
+
+@pytest.fixture
+def sk(extension):
+    return ext_module("anim_signals.spatialkeys")
+
+
+@pytest.fixture
+def ct(extension):
+    """The canvas tools of the spatial keyframes."""
+    return ext_module("operators.spatial_keyframes.canvas_tools")
+
+
+@pytest.fixture
+def pc(extension):
+    return ext_module("operators.pose_space.canvas_state")
+
+
+def build(sk, pc, name: str = "Walker", n_frames: int = N_FRAMES, count: int = COUNT):
+    """The walk with its spatial keyframes (MDS, uniform keys, not optimised), and the core's own
+    compaction of the rotations Blender stores (the independent expectation)."""
+    pc.forget_states()
+    ob, expected, parents = make_walk(sk, name, n_frames=n_frames)
+    assert run("spatial_keyframes_from_action", key_mode="COUNT", count=count, projection="MDS",
+               selection="UNIFORM", optimise=False) == {"FINISHED"}
+    core = sk.compact_clip(quaternions_of(expected), parents, count=count, selection="uniform", projection="mds",
+                           optimise=False)
+    return ob, expected, core
+
+
+def bone_state(ob) -> np.ndarray:
+    """Every pose bone's location, rotations (all modes) and scale, as stored (float32)."""
+    out = []
+    for attr, size in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
+                       ("rotation_axis_angle", 4), ("scale", 3)):
+        buf = np.empty(len(ob.pose.bones) * size, dtype=np.float32)
+        ob.pose.bones.foreach_get(attr, buf)
+        out.append(buf)
+    return np.concatenate(out)
+
+
+def free_point(markers: np.ndarray, trajectory: np.ndarray) -> np.ndarray:
+    """A point among the markers, away from all of them (the midpoint of the farthest-apart
+    neighbours' gap would do; the grid search is simpler and deterministic)."""
+    lo, hi = trajectory.min(axis=0), trajectory.max(axis=0)
+    best, best_d = None, -1.0
+    for x in np.linspace(lo[0], hi[0], 21):
+        for y in np.linspace(lo[1], hi[1], 21):
+            d = float(np.min(np.linalg.norm(markers - (x, y), axis=1)))
+            if d > best_d:
+                best, best_d = np.array([x, y]), d
+    return best
+
+
+def tool(skf, idname: str, ob, **settings):
+    """The operator on a plain object, started on ``ob``'s stored model (as ``_start`` does)."""
+    model = skf.load_model(ob)
+    op = fake_op(idname, ob, model.shown, **settings)
+    op._model = model
+    return op
+
+
+def pixel(pc, ob, shown, point) -> tuple[float, float]:
+    view = pc.view_for(pc.state_of(ob, pc.SPATIAL_KEYFRAMES), shown, RECT)
+    return tuple(float(v) for v in view.to_pixels(np.asarray(point, dtype=float)))
+
+
+def current_pose_expected(core_clip, trajectory, frame: int) -> np.ndarray:
+    """The pose of ``frame`` (1-based, the walk's first frame is 1) through ``core_clip``'s RBF."""
+    return core_clip.rbf().evaluate(np.asarray(trajectory)[frame - 1][None])[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# registration
+# ----------------------------------------------------------------------------------------------
+
+
+def test_registered_with_tooltips_and_the_press_handler(scene, ct, pc):
+    for name in TOOLS:
+        cls = getattr(bpy.types, f"ANIM_SIGNALS_OT_{name}")
+        assert {"REGISTER", "UNDO"} <= set(cls.bl_options), name
+        assert cls.__doc__ and len(cls.__doc__) > 40, name
+        for prop in getattr(bpy.ops.anim_signals, name).get_rna_type().properties:
+            if prop.identifier not in {"rna_type", "start_drag"}:
+                assert prop.description, f"{name}.{prop.identifier} has no tooltip"
+    source = pc._SOURCES[pc.SPATIAL_KEYFRAMES]
+    assert source.press is ct.canvas_press
+    assert ct.operator_available("anim_signals.spatial_keyframes_navigate")
+    assert not ct.operator_available("anim_signals.spatial_keyframes_no_such_tool")
+
+
+# ----------------------------------------------------------------------------------------------
+# navigate
+# ----------------------------------------------------------------------------------------------
+
+
+def test_navigate_poses_the_cores_rbf_and_each_marker_its_key_frame(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    markers = core.markers
+    for p in (0.5 * (markers[1] + markers[2]), markers.mean(axis=0) + 0.1 * np.ptp(markers, axis=0)):
+        assert run("spatial_keyframes_navigate", position=tuple(p)) == {"FINISHED"}
+        np.testing.assert_allclose(pose_matrices(ob), core.rbf().evaluate(p[None])[0], atol=5e-5)
+        np.testing.assert_allclose(pc.state_of(ob, pc.SPATIAL_KEYFRAMES).cursor, p)
+    for i, key in enumerate(core.keys):  # at a marker: the original action's pose of its key frame
+        assert run("spatial_keyframes_navigate", position=tuple(markers[i])) == {"FINISHED"}
+        np.testing.assert_allclose(pose_matrices(ob), expected[key], atol=5e-5, err_msg=f"marker {i}")
+    assert pc.state_of(ob).cursor is None  # the pose space's canvas state is another one
+
+
+def test_modal_navigate_drags_and_escape_restores_pose_and_cursor(scene, skf, sk, pc):
+    ob, _, core = build(sk, pc)
+    shown = skf.load_model(ob).shown
+    st = pc.state_of(ob, pc.SPATIAL_KEYFRAMES)
+    before, cursor_before = bone_state(ob), st.cursor
+    xy0 = pixel(pc, ob, shown, free_point(core.markers, core.trajectory))
+    xy1 = (xy0[0] + 30.0, xy0[1] - 20.0)
+    op = tool(skf, "spatial_keyframes_navigate", ob)
+    assert op.modal(bpy.context, ev("MOUSEMOVE", xy=xy0)) == {"PASS_THROUGH"}  # waiting
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op._dragging
+    assert op.modal(bpy.context, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    view = pc.view_for(st, shown, RECT)
+    p1 = view.to_pose(np.array(xy1))
+    np.testing.assert_allclose(st.cursor, p1)
+    np.testing.assert_allclose(pose_matrices(ob), core.rbf().evaluate(p1[None])[0], atol=5e-5)
+    assert op.modal(bpy.context, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert np.array_equal(bone_state(ob), before) and st.cursor is cursor_before
+
+    op = tool(skf, "spatial_keyframes_navigate", ob)
+    op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy0))
+    op.modal(bpy.context, ev("MOUSEMOVE", xy=xy1))
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", xy1)) == {"FINISHED"}
+    np.testing.assert_allclose(op.position, p1)  # the result is the operator's property (redo)
+    np.testing.assert_allclose(pose_matrices(ob), core.rbf().evaluate(p1[None])[0], atol=5e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# move, add, remove markers
+# ----------------------------------------------------------------------------------------------
+
+
+def test_move_marker_is_stored_exact_and_shows_the_current_frame(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    scene.frame_set(17)
+    new = free_point(core.markers, core.trajectory)
+    assert run("spatial_keyframes_move_marker", index=2, position=tuple(new)) == {"FINISHED"}
+    moved = skf.load_model(ob).clip
+    np.testing.assert_allclose(moved.markers[2], new, atol=1e-12)
+    np.testing.assert_allclose(np.delete(moved.markers, 2, axis=0), np.delete(core.markers, 2, axis=0), atol=1e-9)
+    assert skf.model_info(ob)["edited"]
+    edited_core = core.with_marker_moved(2, new)
+    # the rig shows the current frame's pose through the moved markers
+    np.testing.assert_allclose(pose_matrices(ob), current_pose_expected(edited_core, core.trajectory, 17), atol=5e-5)
+    # the RBF is exact at the new position: the key pose of marker 2 is there now
+    skf.pose_from_point(ob, new)
+    np.testing.assert_allclose(pose_matrices(ob), expected[core.keys[2]], atol=5e-5)
+
+
+def test_modal_move_marker_escape_restores_everything_and_release_commits(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    scene.frame_set(23)
+    model = skf.load_model(ob)
+    shown = model.shown
+    st = pc.state_of(ob, pc.SPATIAL_KEYFRAMES)
+    i = 3
+    xy0 = pixel(pc, ob, shown, core.markers[i])
+    target = free_point(core.markers, core.trajectory)
+    xy1 = pixel(pc, ob, shown, target)
+    file_before, bones_before = snapshot_all(), bone_state(ob)
+
+    op = tool(skf, "spatial_keyframes_move_marker", ob)
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", pixel(pc, ob, shown, target))) == {"RUNNING_MODAL"}
+    assert not op._dragging  # missed every marker: still waiting
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy0)) == {"RUNNING_MODAL"} and op._dragging
+    assert op.index == i
+    assert op.modal(bpy.context, ev("MOUSEMOVE", xy=xy1)) == {"RUNNING_MODAL"}
+    view = pc.view_for(st, shown, RECT)
+    p1 = core.markers[i] + view.to_pose(np.array(xy1)) - view.to_pose(np.array(xy0))
+    np.testing.assert_allclose(st.preview.markers[i], p1, atol=1e-9)  # the canvas shows the edit live
+    live = core.with_marker_moved(i, p1)
+    np.testing.assert_allclose(pose_matrices(ob), current_pose_expected(live, core.trajectory, 23), atol=5e-5)
+    # onto another marker: skipped, the marker stays at the last free point
+    assert op.modal(bpy.context, ev("MOUSEMOVE", xy=pixel(pc, ob, shown, core.markers[0]))) == {"RUNNING_MODAL"}
+    np.testing.assert_allclose(st.preview.markers[i], p1, atol=1e-9)
+    np.testing.assert_allclose(op.position, p1, atol=1e-9)
+    assert op.modal(bpy.context, ev("ESC", "PRESS")) == {"CANCELLED"}
+    assert_same_state(file_before, snapshot_all())
+    assert np.array_equal(bone_state(ob), bones_before) and st.preview is None
+
+    op = tool(skf, "spatial_keyframes_move_marker", ob)
+    op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy0))
+    op.modal(bpy.context, ev("MOUSEMOVE", xy=xy1))
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", xy1)) == {"FINISHED"}
+    assert st.preview is None
+    np.testing.assert_allclose(skf.load_model(ob).clip.markers[i], p1, atol=1e-9)
+    np.testing.assert_allclose(op.position, p1, atol=1e-9)
+    skf.pose_from_point(ob, p1)
+    np.testing.assert_allclose(pose_matrices(ob), expected[core.keys[i]], atol=5e-5)
+
+
+def test_add_marker_from_the_current_pose_at_a_non_key_frame(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    frame = next(f for f in range(5, N_FRAMES) if f - 1 not in set(core.keys.tolist()))
+    scene.frame_set(frame)
+    pose = pose_matrices(ob)
+    np.testing.assert_allclose(pose, expected[frame - 1], atol=5e-5)  # the action's pose there
+    p = free_point(core.markers, core.trajectory)
+    assert run("spatial_keyframes_add_marker", position=tuple(p)) == {"FINISHED"}
+    clip = skf.load_model(ob).clip
+    assert len(clip.markers) == COUNT + 1 and clip.keys[-1] == -1
+    np.testing.assert_allclose(clip.markers[-1], p, atol=1e-12)
+    np.testing.assert_allclose(pose_matrices(ob), pose, atol=1e-6)  # adding does not move the rig
+    skf.pose_from_point(ob, core.markers[0])  # elsewhere, then back at the new marker
+    skf.pose_from_point(ob, p)
+    np.testing.assert_allclose(pose_matrices(ob), pose, atol=5e-5)
+    np.testing.assert_allclose(pc.state_of(ob, pc.SPATIAL_KEYFRAMES).cursor, p)
+
+
+def test_modal_add_marker_places_it_at_the_next_click(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    scene.frame_set(9)
+    pose = pose_matrices(ob)
+    shown = skf.load_model(ob).shown
+    st = pc.state_of(ob, pc.SPATIAL_KEYFRAMES)
+    xy = pixel(pc, ob, shown, free_point(core.markers, core.trajectory))
+    file_before = snapshot_all()
+    op = tool(skf, "spatial_keyframes_add_marker", ob)
+    assert "click on the canvas" in op.HINT
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy)) == {"RUNNING_MODAL"}
+    assert len(st.preview.markers) == COUNT + 1
+    assert op.modal(bpy.context, ev("RIGHTMOUSE", "PRESS", xy)) == {"CANCELLED"}
+    assert_same_state(file_before, snapshot_all())
+    assert st.preview is None
+
+    op = tool(skf, "spatial_keyframes_add_marker", ob)
+    op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy))
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", xy)) == {"FINISHED"}
+    p = pc.view_for(st, shown, RECT).to_pose(np.array(xy))
+    clip = skf.load_model(ob).clip
+    np.testing.assert_allclose(clip.markers[-1], p, atol=1e-9)
+    skf.pose_from_point(ob, core.markers[1])
+    skf.pose_from_point(ob, p)
+    np.testing.assert_allclose(pose_matrices(ob), pose, atol=5e-5)
+
+    # a click on a marker adds nothing (markers must be distinct points)
+    before = snapshot_all()
+    op = tool(skf, "spatial_keyframes_add_marker", ob)
+    on_marker = pixel(pc, ob, shown, core.markers[2])
+    op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", on_marker))
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", on_marker)) == {"CANCELLED"}
+    assert_same_state(before, snapshot_all())
+
+
+def test_remove_marker_by_index_and_by_click(scene, skf, sk, pc):
+    ob, expected, core = build(sk, pc)
+    assert run("spatial_keyframes_remove_marker", index=1) == {"FINISHED"}
+    clip = skf.load_model(ob).clip
+    np.testing.assert_array_equal(clip.keys, np.delete(core.keys, 1))
+    np.testing.assert_allclose(clip.markers, np.delete(core.markers, 1, axis=0), atol=1e-9)
+    skf.pose_from_point(ob, clip.markers[1])  # the next marker keeps its key pose
+    np.testing.assert_allclose(pose_matrices(ob), expected[core.keys[2]], atol=5e-5)
+
+    model = skf.load_model(ob)
+    op = tool(skf, "spatial_keyframes_remove_marker", ob)
+    xy = pixel(pc, ob, model.shown, clip.markers[0])
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy)) == {"RUNNING_MODAL"} and op.index == 0
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "RELEASE", xy)) == {"FINISHED"}
+    np.testing.assert_array_equal(skf.load_model(ob).clip.keys, np.delete(core.keys, [0, 1]))
+    assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
+    assert len(skf.load_model(ob).clip.markers) == 3
+    assert_refused(lambda: run("spatial_keyframes_remove_marker", index=0), "at least 3 are needed")
+
+
+def test_edited_markers_survive_save_and_reload(scene, skf, sk, pc, tmp_path):
+    ob, expected, core = build(sk, pc)
+    scene.frame_set(31)
+    pose = pose_matrices(ob)
+    added = free_point(core.markers, core.trajectory)
+    assert run("spatial_keyframes_add_marker", position=tuple(added)) == {"FINISHED"}
+    moved = 0.5 * (core.markers[0] + core.markers[1])
+    assert run("spatial_keyframes_move_marker", index=4, position=tuple(moved)) == {"FINISHED"}
+    edited = skf.load_model(ob).clip
+    path = str(tmp_path / "edited_markers.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path, check_existing=False)
+    bpy.ops.wm.open_mainfile(filepath=path, load_ui=False)
+    ob = bpy.data.objects["Walker"]
+    assert skf.model_info(ob)["edited"] and skf.model_info(ob)["markers"] == COUNT + 1
+    clip = skf.load_model(ob).clip
+    np.testing.assert_array_equal(clip.keys, edited.keys)
+    np.testing.assert_allclose(clip.markers, edited.markers, atol=1e-12)
+    bpy.context.view_layer.objects.active = ob
+    assert run("spatial_keyframes_navigate", position=tuple(added)) == {"FINISHED"}
+    np.testing.assert_allclose(pose_matrices(ob), pose, atol=5e-5)
+    assert run("spatial_keyframes_navigate", position=tuple(moved)) == {"FINISHED"}
+    np.testing.assert_allclose(pose_matrices(ob), expected[core.keys[4]], atol=5e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# bad input: a clear message, nothing changed
+# ----------------------------------------------------------------------------------------------
+
+
+def refused(ob, op: str, match: str, **kwargs) -> None:
+    """Refused with ``match``: the file and the bones' transforms unchanged (the action applied
+    first: any operator call lets a new object's animation reach its bones once)."""
+    bpy.context.scene.frame_set(bpy.context.scene.frame_current)
+    bones = bone_state(ob) if ob is not None and ob.pose is not None else None
+    assert_refused(lambda: run(op, **kwargs), match)
+    if bones is not None:
+        assert np.array_equal(bone_state(ob), bones), op
+
+
+def test_bad_input_changes_nothing(scene, skf, sk, pc):
+    ob, _, core = build(sk, pc)
+    m = core.markers
+    refused(ob, "spatial_keyframes_move_marker", "Marker 6 does not exist: the model has 6 markers", index=6,
+            position=(0.0, 0.0))
+    refused(ob, "spatial_keyframes_remove_marker", "Marker 9 does not exist", index=9)
+    for op, kwargs in (("spatial_keyframes_navigate", {}), ("spatial_keyframes_move_marker", {"index": 1}),
+                       ("spatial_keyframes_add_marker", {})):
+        refused(ob, op, "must be finite numbers", position=(float("nan"), 0.0), **kwargs)
+        refused(ob, op, "lies more than 1000 times", position=(1e9, 0.0), **kwargs)
+    refused(ob, "spatial_keyframes_move_marker", "Another marker is already at that point", index=1,
+            position=tuple(m[2]))
+    refused(ob, "spatial_keyframes_add_marker", "Another marker is already at that point", position=tuple(m[0]))
+
+
+def test_no_model_or_a_model_that_no_longer_fits_is_refused(scene, skf, sk, pc):
+    ob, _, _ = make_walk(sk, "Bare", n_frames=20)
+    for op in TOOLS:
+        assert not getattr(bpy.ops.anim_signals, op).poll(), op
+        refused(ob, op, "has no spatial keyframes: build them first")
+    ob, _, _ = build(sk, pc, "Renamed", n_frames=30, count=4)
+    ob.pose.bones["Head"].name = "Skull"  # the stored model names "Head"
+    for op in TOOLS:
+        refused(ob, op, 'has no bone .Head.*rebuild the spatial keyframes')
+    bpy.context.view_layer.objects.active = None
+    assert_refused(lambda: run("spatial_keyframes_navigate"), "No active object")
+
+
+def test_linked_armature_is_refused(scene, skf, sk, pc, tmp_path):
+    ob, _, core = build(sk, pc, "LinkedWalker", n_frames=30, count=4)
+    lib = str(tmp_path / "walker_lib.blend")
+    bpy.data.libraries.write(lib, {ob}, fake_user=True)
+    bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = ["LinkedWalker"]
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    bpy.context.view_layer.objects.active = linked
+    p = tuple(core.markers[0])
+    refused(linked, "spatial_keyframes_navigate", "linked from library", position=p)
+    refused(linked, "spatial_keyframes_move_marker", "linked from library", index=0,
+            position=tuple(free_point(core.markers, core.trajectory)))
+    refused(linked, "spatial_keyframes_add_marker", "linked from library",
+            position=tuple(free_point(core.markers, core.trajectory)))
+    refused(linked, "spatial_keyframes_remove_marker", "linked from library", index=0)
+
+
+def test_a_canvas_showing_the_pose_space_refuses(scene, skf, sk, pc):
+    ob, _, core = build(sk, pc, n_frames=30, count=4)
+    ext_module("operators.pose_space").build(ob, scene)
+    scene.anim_signals.pose_space_canvas.shows = "POSE_SPACE"
+    assert not bpy.ops.anim_signals.spatial_keyframes_navigate.poll()
+    refused(ob, "spatial_keyframes_navigate", "set Canvas to Spatial Keyframes", position=tuple(core.markers[0]))
+    scene.anim_signals.pose_space_canvas.shows = "SPATIAL_KEYFRAMES"
+    assert run("spatial_keyframes_navigate", position=tuple(core.markers[0])) == {"FINISHED"}
+
+
+# ----------------------------------------------------------------------------------------------
+# the press on the canvas, the panel
+# ----------------------------------------------------------------------------------------------
+
+
+def test_press_moves_a_marker_navigates_elsewhere_and_shift_records(scene, skf, sk, pc, ct, monkeypatch):
+    ob, _, core = build(sk, pc)
+    shown = skf.load_model(ob).shown
+    started: list = []
+
+    def starter(name):
+        return lambda how, **props: started.append((name, how, props)) or {"RUNNING_MODAL"}
+
+    fake_ops = types.SimpleNamespace(anim_signals=types.SimpleNamespace(
+        **{name: starter(name) for name in ("spatial_keyframes_move_marker", "spatial_keyframes_navigate",
+                                            "spatial_keyframes_record")}))
+    monkeypatch.setattr(ct, "bpy", types.SimpleNamespace(ops=fake_ops))
+    source = pc._SOURCES[pc.SPATIAL_KEYFRAMES]
+    on_marker = pixel(pc, ob, shown, core.markers[4])
+    free = pixel(pc, ob, shown, free_point(core.markers, core.trajectory))
+    assert source.press(bpy.context, ev("LEFTMOUSE", "PRESS", on_marker), ob, shown, RECT) == {"FINISHED"}
+    assert source.press(bpy.context, ev("LEFTMOUSE", "PRESS", free), ob, shown, RECT) == {"FINISHED"}
+    monkeypatch.setattr(ct, "operator_available", lambda idname: False)
+    source.press(bpy.context, ev("LEFTMOUSE", "PRESS", free, shift=True), ob, shown, RECT)
+    monkeypatch.setattr(ct, "operator_available", lambda idname: idname == ct.RECORD)
+    source.press(bpy.context, ev("LEFTMOUSE", "PRESS", free, shift=True), ob, shown, RECT)
+    assert started == [
+        ("spatial_keyframes_move_marker", "INVOKE_DEFAULT", {"index": 4, "start_drag": True}),
+        ("spatial_keyframes_navigate", "INVOKE_DEFAULT", {"start_drag": True}),
+        ("spatial_keyframes_navigate", "INVOKE_DEFAULT", {"start_drag": True}),  # no recording tool yet
+        ("spatial_keyframes_record", "INVOKE_DEFAULT", {"start_drag": True}),
+    ]
+
+
+def _draw(scene, ob) -> list:
+    panel = bpy.types.ANIM_SIGNALS_PT_spatial_keyframes
+    calls: list = []
+    me = types.SimpleNamespace(layout=FakeLayout(calls), draw_model=panel.draw_model,
+                               draw_comparison=panel.draw_comparison)
+    panel.draw(me, types.SimpleNamespace(scene=scene, active_object=ob))
+    return calls
+
+
+def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc):
+    ob, _, _ = make_walk(sk, "Bare", n_frames=20)
+    calls = _draw(scene, ob)
+    assert not any(c[0] == "operator" and c[1].startswith("anim_signals.spatial_keyframes_navigate") for c in calls)
+    ob, _, core = build(sk, pc)
+    calls = _draw(scene, ob)
+    ops = [c[1] for c in calls if c[0] == "operator"]
+    assert {f"anim_signals.{name}" for name in TOOLS} - {"anim_signals.spatial_keyframes_move_marker"} <= set(ops)
+    assert {"anim_signals.pose_space_view_all", "anim_signals.pose_space_save_png"} <= set(ops)
+    labels = " | ".join(c[1] for c in calls if c[0] == "label")
+    assert "diamond: move marker" in labels and "Shift: record" in labels and "edited" not in labels
+    assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
+    labels = " | ".join(c[1] for c in _draw(scene, ob) if c[0] == "label")
+    assert f"Markers {COUNT - 1} (edited)" in labels, labels
