@@ -10,8 +10,6 @@ keyframing; core: ``anim_signals.spatialkeys``; panel: ``panels/spatial_keyframe
 - :mod:`.storage`: the model on the object (ID properties) and its cache (RBF, bone writer).
 - :mod:`.posing`: :func:`pose_from_point`, what the canvas's cursor will call.
 - :mod:`.operators`: ``anim_signals.spatial_keyframes_from_action``, ``anim_signals.compact_action``.
-- :mod:`.recording`: ``anim_signals.spatial_keyframes_record`` (a drag or stroke becomes a new
-  action ``"<action>.sk"``) and ``anim_signals.spatial_keyframes_play_back`` (``"<action>.skc"``).
 - :mod:`.canvas_tools`: the canvas's tools (navigate, move / add / remove a marker) and its press
   handler.
 
@@ -23,7 +21,7 @@ For scripts::
 """
 
 from ..pose_space.canvas_state import SPATIAL_KEYFRAMES, CanvasSource, add_canvas_source, remove_canvas_source
-from . import canvas_tools, operators, properties, recording
+from . import canvas_tools, operators, properties
 from .building import BuildSummary, iter_build, write_build
 from .posing import pose_at_marker, pose_from_point
 from .sources import BuildPlan, SpatialKeyframesInputError, plan_build
@@ -48,7 +46,7 @@ __all__ = [
 PROPERTY_CLASSES = properties.classes
 SCENE_PROPERTIES = properties.SCENE_PROPERTIES
 WINDOW_PROPERTIES: dict = {}
-OPERATOR_CLASSES = operators.classes + canvas_tools.classes + recording.classes
+OPERATOR_CLASSES = operators.classes + canvas_tools.classes
 
 
 def register() -> None:
