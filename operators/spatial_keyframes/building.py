@@ -30,13 +30,19 @@ from ...anim_signals.spatialkeys import (
     select_keyframes,
     uncompressed_size,
 )
-from ..blender_data.actions import action_slot_identifier, assign_action, copy_action, remove_if_unused
-from ..blender_data.bone_rotations import write_rotation_curves
+from ..blender_data.actions import (
+    action_slot_identifier,
+    assign_action,
+    copy_action,
+    get_action,
+    remove_if_unused,
+)
+from ..blender_data.bone_rotations import BoneRotations, write_rotation_curves
 from ..common.transaction import current_transaction
 from .sources import COMPACT_MARK, BuildPlan, distinct_poses
 from .storage import store_model
 
-__all__ = ["COMPACT_SUFFIX", "BuildSummary", "iter_build", "write_build"]
+__all__ = ["COMPACT_SUFFIX", "BuildSummary", "iter_build", "write_build", "write_compacted"]
 
 COMPACT_SUFFIX = ".skc"
 """Name suffix of the action Compact Action writes: ``"<action>.skc"``."""
@@ -180,18 +186,28 @@ def write_build(plan: BuildPlan) -> BuildSummary:
     summary = _summary(plan)
     if plan.compact:
         assert plan.reconstructed is not None
-        original: Any = plan.action
-        current_transaction().keep_action(ob)
-        slot = action_slot_identifier(original, ob)
-        wanted = original.name + COMPACT_SUFFIX
-        written: Any = copy_action(original, wanted)
-        written[COMPACT_MARK] = original.name
-        assign_action(ob, written, slot)
-        write_rotation_curves(ob, written, rot, plan.reconstructed)
-        # last, as a rollback cannot bring a removed action back: the earlier compaction this one
-        # replaces, once nothing uses it, so the new one takes its name
-        if plan.replaced is not None and remove_if_unused(plan.replaced):
-            written.name = wanted
-        summary.written_action = written.name
+        summary.written_action = write_compacted(ob, plan.action, rot, plan.reconstructed, plan.replaced).name
     return summary
+
+
+def write_compacted(ob: Any, original: Any, rotations: BoneRotations, quaternions: Any, replaced: Any) -> Any:
+    """Copy ``original`` as ``"<original>.skc"`` with every animated rotation curve of
+    ``rotations`` replaced by ``quaternions`` ((N, J, 4) on ``rotations.frames``, one LINEAR key
+    per frame; other curves copied as they are) and assign it to ``ob`` (the original keeps a fake
+    user, and so does another action assigned before unless it is ``replaced``); ``replaced``, an
+    earlier compaction, is removed once nothing uses it and the copy takes its name. Part of the
+    running transaction. Returns the written action."""
+    current_transaction().keep_action(ob)
+    slot = action_slot_identifier(original, ob)
+    wanted = original.name + COMPACT_SUFFIX
+    before = get_action(ob)
+    written: Any = copy_action(original, wanted)
+    written[COMPACT_MARK] = original.name
+    assign_action(ob, written, slot, keep_previous=before is not None and before != replaced)
+    write_rotation_curves(ob, written, rotations, quaternions)
+    # last, as a rollback cannot bring a removed action back: the earlier compaction this one
+    # replaces, once nothing uses it, so the new one takes its name
+    if replaced is not None and remove_if_unused(replaced):
+        written.name = wanted
+    return written
 

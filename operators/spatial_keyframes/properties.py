@@ -22,6 +22,7 @@ __all__ = [
     "AnimSignalsSpatialKeyframesResult",
     "AnimSignalsSpatialKeyframesScheme",
     "AnimSignalsSpatialKeyframesSettings",
+    "AnimSignalsStrokeTime",
     "BuildSettings",
 ]
 
@@ -102,6 +103,22 @@ BUILD_SETTINGS = setting_names(BuildSettings)
 class AnimSignalsSpatialKeyframesSettings(BuildSettings, bpy.types.PropertyGroup):
     """Spatial Keyframes settings of the scene (the sidebar's values)"""
 
+    record_frames: IntProperty(  # type: ignore[valid-type]
+        name="Record Frames",
+        description="Frames of a recorded motion: 0 times it by the drag (the hand's speed is the motion's, at the "
+        "scene's frame rate); more spreads the stroke evenly over that many frames. A recording blends rotations "
+        "only: the root bone holds its location",
+        default=0,
+        min=0,
+        soft_max=1000,
+    )
+
+
+class AnimSignalsStrokeTime(bpy.types.PropertyGroup):
+    """When one point of a recorded stroke was drawn"""
+
+    seconds: FloatProperty(name="Seconds", description="Time of the stroke point, in seconds (any origin)")  # type: ignore[valid-type]
+
 
 class AnimSignalsSpatialKeyframesScheme(bpy.types.PropertyGroup):
     """One scheme of the last compaction's comparison (read-only in the UI)"""
@@ -145,7 +162,8 @@ class AnimSignalsSpatialKeyframesResult(bpy.types.PropertyGroup):
             item.error, item.size, item.size_ratio = row["error"], row["size"], row["size_ratio"]
 
 
-classes = (AnimSignalsSpatialKeyframesSettings, AnimSignalsSpatialKeyframesScheme, AnimSignalsSpatialKeyframesResult)
+classes = (AnimSignalsSpatialKeyframesSettings, AnimSignalsSpatialKeyframesScheme, AnimSignalsSpatialKeyframesResult,
+           AnimSignalsStrokeTime)
 
 # The tool's fields of ``Scene.anim_signals`` (see operators/scene_settings.py).
 SCENE_PROPERTIES = {
