@@ -61,6 +61,7 @@ __all__ = [
     "ANIM_SIGNALS_OT_pose_space_sketch",
     "TOOL_KEYS",
     "CanvasDrag",
+    "CursorDrag",
     "commit_space",
     "keep_pose",
     "navigate_latency",
@@ -329,7 +330,44 @@ class CanvasDrag:
         tag_redraw(context)
 
 
-class ANIM_SIGNALS_OT_pose_space_navigate(CanvasDrag, bpy.types.Operator):
+class CursorDrag(CanvasDrag):
+    """Drag a free cursor: the object takes the pose under it (``_pose_at``) and the cursor is drawn;
+    ESC puts the pose and the cursor back. The model only extrapolates into ever more distorted
+    poses away from what it was made of (``_held_near``: the frames), so the cursor stops at the
+    edge of their neighbourhood (bounding box grown by a quarter)."""
+
+    _old_cursor: Any = None
+
+    def _held_near(self) -> np.ndarray:
+        """The points (n, 2) whose neighbourhood the cursor stays in."""
+        return np.asarray(self._space.positions, dtype=float)
+
+    def _pose_at(self, p: np.ndarray) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _begin(self, context, xy) -> bool:
+        self._snap = self._snapshot()
+        self._old_cursor = state_of(self._ob, self._kind).cursor
+        self._update(context, xy)
+        return True
+
+    def _update(self, context, xy) -> None:
+        p, held = cv.near_the_frames(self._held_near(), self._pose_xy(context, xy))
+        self._pose_at(p)
+        state_of(self._ob, self._kind).cursor = p
+        self.position = (float(p[0]), float(p[1]))  # type: ignore[attr-defined]
+        self._status(context, self.HINT + (HELD if held else "") + TOOL_KEYS)
+
+    def _finish(self, context, xy) -> set[str]:
+        self._update(context, xy)
+        return {"FINISHED"}
+
+    def _restore(self, context) -> None:
+        state_of(self._ob, self._kind).cursor = self._old_cursor
+        CanvasDrag._restore(self, context)
+
+
+class ANIM_SIGNALS_OT_pose_space_navigate(CursorDrag, bpy.types.Operator):
     """Drag a cursor through the pose space: the character takes the pose under it (shape-key values g(p))"""
 
     bl_idname = "anim_signals.pose_space_navigate"
@@ -343,8 +381,6 @@ class ANIM_SIGNALS_OT_pose_space_navigate(CanvasDrag, bpy.types.Operator):
         size=2,
         default=(0.0, 0.0),
     )
-
-    _old_cursor: Any = None
 
     @transactional
     def execute(self, context):
@@ -362,28 +398,8 @@ class ANIM_SIGNALS_OT_pose_space_navigate(CanvasDrag, bpy.types.Operator):
         tag_redraw(context)
         return {"FINISHED"}
 
-    def _begin(self, context, xy) -> bool:
-        self._snap = self._snapshot()
-        self._old_cursor = state_of(self._ob).cursor
-        self._update(context, xy)
-        return True
-
-    def _update(self, context, xy) -> None:
-        # the pose signal extrapolates into ever more distorted poses away from the frames: the
-        # cursor stops at the edge of their neighbourhood (bounding box grown by a quarter)
-        p, held = cv.near_the_frames(self._space.positions, self._pose_xy(context, xy))
+    def _pose_at(self, p: np.ndarray) -> None:
         apply_position(self._ob, self._space, p)
-        state_of(self._ob).cursor = p
-        self.position = (float(p[0]), float(p[1]))
-        self._status(context, self.HINT + (HELD if held else "") + TOOL_KEYS)
-
-    def _finish(self, context, xy) -> set[str]:
-        self._update(context, xy)
-        return {"FINISHED"}
-
-    def _restore(self, context) -> None:
-        state_of(self._ob).cursor = self._old_cursor
-        CanvasDrag._restore(self, context)
 
 
 class ANIM_SIGNALS_OT_pose_space_edit_time(CanvasDrag, bpy.types.Operator):

@@ -43,7 +43,7 @@ from ..pose_space.canvas_state import (
     ui_metrics,
     view_for,
 )
-from ..pose_space.canvas_tools import TOOL_KEYS, CanvasDrag, keep_pose
+from ..pose_space.canvas_tools import TOOL_KEYS, CanvasDrag, CursorDrag, keep_pose
 from .posing import pose_from_point
 from .storage import PROP, LoadedModel, ModelDataError, load_model, store_edited
 
@@ -187,7 +187,7 @@ class _SpatialKeyframeDrag(CanvasDrag):
         return result
 
 
-class ANIM_SIGNALS_OT_spatial_keyframes_navigate(_SpatialKeyframeDrag, bpy.types.Operator):
+class ANIM_SIGNALS_OT_spatial_keyframes_navigate(_SpatialKeyframeDrag, CursorDrag, bpy.types.Operator):
     """Move a cursor over the spatial keyframes: the rig takes the pose the markers' RBF gives under it (at a marker exactly its key pose)"""
 
     bl_idname = "anim_signals.spatial_keyframes_navigate"
@@ -201,8 +201,6 @@ class ANIM_SIGNALS_OT_spatial_keyframes_navigate(_SpatialKeyframeDrag, bpy.types
         size=2,
         default=(0.0, 0.0),
     )
-
-    _old_cursor: Any = None
 
     @transactional
     def execute(self, context):
@@ -220,30 +218,11 @@ class ANIM_SIGNALS_OT_spatial_keyframes_navigate(_SpatialKeyframeDrag, bpy.types
         tag_redraw(context)
         return {"FINISHED"}
 
-    def _begin(self, context, xy) -> bool:
-        self._snap = self._snapshot()
-        self._old_cursor = state_of(self._ob, self._kind).cursor
-        self._update(context, xy)
-        return True
+    def _held_near(self) -> np.ndarray:
+        return np.concatenate([self._model.shown.positions, self._model.shown.markers])
 
-    def _update(self, context, xy) -> None:
-        # far from the trajectory and the markers the RBF only extrapolates into distorted poses:
-        # the cursor stops at the edge of their neighbourhood, as on a pose space
-        shown = self._model.shown
-        p, held = cv.near_the_frames(np.concatenate([shown.positions, shown.markers]), self._pose_xy(context, xy))
+    def _pose_at(self, p: np.ndarray) -> None:
         pose_from_point(self._ob, p)
-        state_of(self._ob, self._kind).cursor = p
-        self.position = (float(p[0]), float(p[1]))
-        self._status(context, self.HINT + (" | Held at the edge of the markers' neighbourhood" if held else "")
-                     + TOOL_KEYS)
-
-    def _finish(self, context, xy) -> set[str]:
-        self._update(context, xy)
-        return {"FINISHED"}
-
-    def _restore(self, context) -> None:
-        state_of(self._ob, self._kind).cursor = self._old_cursor
-        CanvasDrag._restore(self, context)
 
 
 class ANIM_SIGNALS_OT_spatial_keyframes_move_marker(_SpatialKeyframeDrag, bpy.types.Operator):

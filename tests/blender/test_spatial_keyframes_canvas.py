@@ -458,3 +458,50 @@ def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc):
     assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
     labels = " | ".join(c[1] for c in _draw(scene, ob) if c[0] == "label")
     assert f"Markers {COUNT - 1} (edited)" in labels, labels
+
+
+# ----------------------------------------------------------------------------------------------
+# speed: the issue's goal for the live cursor, 60 bones and 30 markers
+# ----------------------------------------------------------------------------------------------
+
+
+def test_live_updates_are_fast_on_60_bones_and_30_markers(scene, skf, sk, pc, capsys):
+    """One mouse move of Navigate (RBF evaluation + writing 60 bones) under the issue's 5 ms; one
+    of Move Marker (refitting the RBF of 30 markers, then posing) measured beside it."""
+    import time
+
+    from _bl_helpers import new_armature
+
+    pc.forget_states()
+    chain = sk.generated.articulated_chain(300, 60, seed=3)
+    names = [f"J{j:02d}" for j in range(60)]
+    ob = new_armature("Chain", [(name, (0.0, 0.0, 0.1 * j), (0.0, 0.0, 0.1 * (j + 1)),
+                                 names[p] if p >= 0 else None, True)
+                                for j, (name, p) in enumerate(zip(names, chain.parents, strict=True))])
+    for pb in ob.pose.bones:
+        pb.rotation_mode = "QUATERNION"
+    clip = sk.compact_clip(chain.quaternions, chain.parents, count=30, projection="pca", optimise=False)
+    storage = ext_module("operators.spatial_keyframes.storage")
+    storage.store_model(ob, clip, {"action": "", "frame_start": 1, "frame_end": 300, "bones": names,
+                                   "parents": list(chain.parents), "modes": ["QUATERNION"] * 60,
+                                   "projection": "pca", "selection": "uniform", "optimised": False, "error": 0.0})
+    model = skf.load_model(ob)
+    view = pc.view_for(pc.state_of(ob, pc.SPATIAL_KEYFRAMES), model.shown, RECT)
+    lo, hi = model.shown.positions.min(axis=0), model.shown.positions.max(axis=0)
+    path = [tuple(view.to_pixels(lo + (hi - lo) * (0.5 + 0.4 * np.array([np.cos(t), np.sin(t)]))))
+            for t in np.linspace(0.0, 2.0 * np.pi, 200)]
+
+    def per_move(op, start) -> float:
+        assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", start)) == {"RUNNING_MODAL"} and op._dragging
+        t0 = time.perf_counter()
+        for xy in path:
+            op.modal(bpy.context, ev("MOUSEMOVE", xy=xy))
+        ms = 1e3 * (time.perf_counter() - t0) / len(path)
+        assert op.modal(bpy.context, ev("ESC", "PRESS")) == {"CANCELLED"}
+        return ms
+
+    navigate = per_move(tool(skf, "spatial_keyframes_navigate", ob), path[0])
+    move = per_move(tool(skf, "spatial_keyframes_move_marker", ob), tuple(view.to_pixels(clip.markers[7])))
+    with capsys.disabled():
+        print(f"\n60 bones, 30 markers: navigate {navigate:.2f} ms, move marker {move:.2f} ms per mouse move")
+    assert navigate < 5.0
