@@ -13,9 +13,11 @@
   edited) markers written as ``"<action>.skc"``, exactly as Compact Action writes it but without
   rebuilding, then played.
 
-Both keep the action assigned before (fake user); an earlier ``.sk`` / ``.skc`` of the same action
-is replaced when nothing else uses it. Bad input is refused with one message and nothing changed.
-The drag is :class:`~..pose_space.canvas_tools.CanvasDrag`'s (Esc / right-click restores the pose).
+Both keep the action assigned before (fake user; a recording does not keep a ``.skc``, which play
+back writes again); an earlier ``.sk`` / ``.skc`` of the same action is replaced when nothing else
+uses it. Bad input is refused with one message and nothing changed.
+The drag is :class:`~..pose_space.canvas_tools.CanvasDrag`'s (Esc / right-click restores the pose);
+as the navigate cursor, the recorded point is held near the trajectory and the markers.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import bpy
 import numpy as np
 from bpy.props import CollectionProperty, IntProperty
 
+from ...anim_signals.posespace import canvas as cv
 from ...anim_signals.spatialkeys import (
     MAX_RECORDED_FRAMES,
     as_matrices,
@@ -52,11 +55,13 @@ from ..blender_data.fcurves import KeyframeError
 from ..common.polls import has_active_object
 from ..common.transaction import current_transaction, transaction, transactional
 from ..pose_space.canvas_state import SPATIAL_KEYFRAMES, checked_stroke, state_of, tag_redraw
-from ..pose_space.canvas_tools import TOOL_KEYS, CanvasDrag
+from ..pose_space.canvas_tools import HELD, TOOL_KEYS, CanvasDrag
 from ..pose_space.properties import AnimSignalsStrokePoint
 from .building import COMPACT_SUFFIX, write_compacted
+from .canvas_tools import model_or_report, poll_model
 from .posing import pose_from_point
 from .properties import AnimSignalsStrokeTime
+from .sources import COMPACT_MARK
 from .storage import LoadedModel, ModelDataError, load_model, model_info
 
 __all__ = [
@@ -205,16 +210,17 @@ def record(ob: Any, scene: Any, points, seconds=None, frames: int = 0) -> Record
 
 def _write_new_action(ob: Any, scene: Any, model: LoadedModel, wanted: str, start: int, quats: np.ndarray) -> str:
     """A new action ``wanted`` on ``ob`` keying ``quats`` ((F, J, 4), the model's bones) from frame
-    ``start`` and the root bones' locations held, assigned (the action before keeps a fake user
-    unless it is the earlier ``wanted``, which goes once unused); the scene's range set to it.
-    Returns the action's name."""
+    ``start`` and the root bones' locations held, assigned; the scene's range set to it. The action
+    assigned before keeps a fake user, unless it is the earlier ``wanted`` (removed once unused) or
+    a compaction / play-back, which the model writes again. Returns the action's name."""
     earlier = find_action(wanted)
     if earlier is not None and earlier.library is not None:
         earlier = None
     frames = start + np.arange(len(quats), dtype=np.float64)
     current_transaction().keep_action(ob)
     before = get_action(ob)
-    action: Any = new_action(ob, wanted, keep_previous=before is not None and before != earlier)
+    keep = before is not None and before != earlier and not before.get(COMPACT_MARK)
+    action: Any = new_action(ob, wanted, keep_previous=keep)
     write_rotation_curves(ob, action, _rotations_to_write(ob, model, frames, quats), quats)
     key_held_locations(ob, action, [b for b, p in zip(model.bones, model.parents, strict=True) if p < 0], frames)
     _set_scene_range(scene, start, start + len(quats) - 1)
@@ -265,6 +271,7 @@ def play_back(ob: Any, scene: Any) -> PlayBack:
 
 
 def _poll_model(cls, context) -> bool:
+    """Operator poll: the active object has a usable model (whatever the canvas shows)."""
     if not has_active_object(cls, context):
         return False
     try:
@@ -312,10 +319,11 @@ class ANIM_SIGNALS_OT_spatial_keyframes_record(CanvasDrag, bpy.types.Operator):
     _times: Any = None
     _points: Any = None
     _old_cursor: Any = None
+    _held = False
 
     @classmethod
     def poll(cls, context):
-        return _poll_model(cls, context)
+        return poll_model(cls, context)
 
     def invoke(self, context, event):
         if not self.properties.is_property_set("frames"):  # a press on the canvas: the sidebar's setting
@@ -341,15 +349,14 @@ class ANIM_SIGNALS_OT_spatial_keyframes_record(CanvasDrag, bpy.types.Operator):
     # -- the drag (CanvasDrag's hooks) ---------------------------------------------------------
 
     def _find(self, context) -> tuple[Any, Any]:
-        ob = context.active_object
-        try:
-            return ob, _model_of(ob).shown
-        except ValueError as err:
-            self.report({"ERROR"}, str(err))  # type: ignore[attr-defined]
-            return ob, None
+        ob, model = model_or_report(self, context)
+        return ob, (None if model is None else model.shown)
 
     def _sample(self, context, xy) -> None:
-        p = self._pose_xy(context, xy)
+        # as the navigate cursor: held near the trajectory and the markers, where the RBF's poses
+        # are the clip's (further out they only distort)
+        shown = self._space
+        p, self._held = cv.near_the_frames(np.concatenate([shown.positions, shown.markers]), self._pose_xy(context, xy))
         self._points.append((float(p[0]), float(p[1])))
         self._times.append(CLOCK())
         pose_from_point(self._ob, p)
@@ -367,7 +374,7 @@ class ANIM_SIGNALS_OT_spatial_keyframes_record(CanvasDrag, bpy.types.Operator):
     def _update(self, context, xy) -> None:
         self._sample(context, xy)
         t = self._times[-1] - self._times[0]
-        self._status(context, f"{self.HINT}  |  {t:.1f} s{TOOL_KEYS}")
+        self._status(context, f"{self.HINT}  |  {t:.1f} s" + (HELD if self._held else "") + TOOL_KEYS)
 
     def _finish(self, context, xy) -> set[str]:
         self._sample(context, xy)

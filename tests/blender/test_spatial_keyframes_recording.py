@@ -200,6 +200,14 @@ def test_play_back_writes_the_reconstruction_and_follows_marker_edits(scene, skf
     curves = _curves(ob)
     travel = [curves[('pose.bones["Hips"].location', 1)].evaluate(f) for f in (1.0, 50.0)]
     np.testing.assert_allclose(travel, [0.02, 1.0], atol=1e-6)
+    # a recording over the play-back leaves it unused (play back writes it again, no fake user);
+    # playing back over a recording keeps the recording (fake user) and replaces the earlier .skc
+    assert run("spatial_keyframes_record", stroke=_stroke(model.clip.markers[[0, 1]]), frames=8) == {"FINISHED"}
+    skc = bpy.data.actions["WalkerAction.skc"]
+    assert skc.users == 0 and not skc.use_fake_user
+    assert run("spatial_keyframes_play_back") == {"FINISHED"}
+    assert bpy.data.actions["WalkerAction.sk"].use_fake_user and ob.animation_data.action.name == "WalkerAction.skc"
+    assert sorted(a.name for a in bpy.data.actions) == ["WalkerAction", "WalkerAction.sk", "WalkerAction.skc"]
 
 
 def test_play_back_without_the_original_action(scene, skf, sk, rec):
@@ -301,6 +309,11 @@ def test_modal_recording_follows_the_cursor_escape_restores_release_writes(scene
     np.testing.assert_allclose(pose_matrices(ob), expected[model.clip.keys[2]], atol=ATOL)
     st = pc.state_of(ob, pc.SPATIAL_KEYFRAMES)
     np.testing.assert_allclose(st.stroke, model.clip.markers[[0, 2]], atol=1e-9)  # drawn while dragging
+    # far off: held at the edge of the trajectory's and markers' box grown by a quarter of its larger side
+    assert op.modal(ctx, ev("MOUSEMOVE", xy=(pixels[2][0] + 5000.0, pixels[2][1]))) == {"RUNNING_MODAL"}
+    near = np.vstack([model.shown.positions, model.clip.markers])
+    edge = near[:, 0].max() + 0.25 * np.ptp(near, axis=0).max()
+    assert st.stroke.shape == (3, 2) and st.stroke[-1][0] == pytest.approx(edge)
     assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
     assert st.stroke is None and st.cursor is None
     np.testing.assert_array_equal(_bone_state(ob), bones)
