@@ -8,9 +8,9 @@ compaction of the rotations read independently (scipy, ``_sk_helpers``) or from 
 action; poses are read back through Blender (``PoseBone.matrix_basis``). Every refusal is checked
 to change nothing: the file (``assert_refused``) and the bones' transforms.
 
-Undo is not tested here: headless Blender has no undo stack (``bpy.ops.ed.undo.poll()`` is False
-without a window); each tool is ``REGISTER``/``UNDO`` and stores its edit through the model's ID
-property, which Blender's undo restores (the cache is keyed by the stored token).
+Undo is checked through the bpy module's own window (``ed.undo`` / ``ed.redo`` after a move pushed
+as an undo step): the stored model comes back, and the loaded model with it (its cache is keyed by
+the stored token).
 """
 
 from __future__ import annotations
@@ -505,3 +505,24 @@ def test_live_updates_are_fast_on_60_bones_and_30_markers(scene, skf, sk, pc, ca
     with capsys.disabled():
         print(f"\n60 bones, 30 markers: navigate {navigate:.2f} ms, move marker {move:.2f} ms per mouse move")
     assert navigate < 5.0
+
+
+def test_undo_of_a_move_restores_the_stored_model(scene, skf, sk, pc):
+    """Ctrl+Z after a move: the stored markers (and the model loaded from them) are the build's
+    again, redo moves the marker back (Blender's memfile undo in the window the bpy module has)."""
+    ob, _, core = build(sk, pc)
+    window = bpy.context.window_manager.windows[0]
+    new = free_point(core.markers, core.trajectory)
+    with bpy.context.temp_override(window=window):
+        bpy.ops.ed.undo_push(message="built")
+        assert bpy.ops.anim_signals.spatial_keyframes_move_marker("EXEC_DEFAULT", True, index=2,
+                                                                  position=tuple(new)) == {"FINISHED"}
+        np.testing.assert_allclose(skf.load_model(bpy.data.objects["Walker"]).clip.markers[2], new, atol=1e-12)
+        assert bpy.ops.ed.undo() == {"FINISHED"}
+        ob = bpy.data.objects["Walker"]
+        assert not skf.model_info(ob)["edited"]
+        np.testing.assert_allclose(skf.load_model(ob).clip.markers, core.markers, atol=1e-9)
+        assert bpy.ops.ed.redo() == {"FINISHED"}
+        ob = bpy.data.objects["Walker"]
+        assert skf.model_info(ob)["edited"]
+        np.testing.assert_allclose(skf.load_model(ob).clip.markers[2], new, atol=1e-12)
