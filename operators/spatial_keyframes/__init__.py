@@ -10,6 +10,8 @@ keyframing; core: ``anim_signals.spatialkeys``; panel: ``panels/spatial_keyframe
 - :mod:`.storage`: the model on the object (ID properties) and its cache (RBF, bone writer).
 - :mod:`.posing`: :func:`pose_from_point`, what the canvas's cursor will call.
 - :mod:`.operators`: ``anim_signals.spatial_keyframes_from_action``, ``anim_signals.compact_action``.
+- :mod:`.recording`: ``anim_signals.spatial_keyframes_record`` (a drag or stroke becomes a new
+  action ``"<action>.sk"``) and ``anim_signals.spatial_keyframes_play_back`` (``"<action>.skc"``).
 - :mod:`.canvas_tools`: the canvas's tools (navigate, move / add / remove a marker) and its press
   handler.
 
@@ -21,7 +23,7 @@ For scripts::
 """
 
 from ..pose_space.canvas_state import SPATIAL_KEYFRAMES, CanvasSource, add_canvas_source, remove_canvas_source
-from . import canvas_tools, operators, properties
+from . import canvas_tools, operators, properties, recording
 from .building import BuildSummary, iter_build, write_build
 from .posing import pose_at_marker, pose_from_point
 from .sources import BuildPlan, SpatialKeyframesInputError, plan_build
@@ -46,7 +48,7 @@ __all__ = [
 PROPERTY_CLASSES = properties.classes
 SCENE_PROPERTIES = properties.SCENE_PROPERTIES
 WINDOW_PROPERTIES: dict = {}
-OPERATOR_CLASSES = operators.classes + canvas_tools.classes
+OPERATOR_CLASSES = operators.classes + canvas_tools.classes + recording.classes
 
 
 def register() -> None:
