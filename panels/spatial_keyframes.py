@@ -62,7 +62,7 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
                         text="Compact Action", icon="ACTION")
         self.draw_model(layout, info, ob.name)
         if info is not None:
-            draw_canvas_tools(layout, context.scene.anim_signals.pose_space_canvas, ob)
+            draw_canvas_tools(layout, context.scene.anim_signals.pose_space_canvas, s, ob)
         self.draw_comparison(layout, context.scene.anim_signals.last_spatial_keyframes, ob.name)
 
     @staticmethod
@@ -90,8 +90,9 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
             col.label(text=f"{row.scheme} ({row.kind.lower()}): {row.error:.4g}")
 
 
-def draw_canvas_tools(layout, settings, ob) -> None:
-    """The canvas's switch and tools for the armature's spatial keyframes, with a short help."""
+def draw_canvas_tools(layout, settings, sk_settings, ob) -> None:
+    """The canvas's switch and tools for the armature's spatial keyframes (``settings``: the
+    canvas's, ``sk_settings``: the spatial keyframes' for Record's frames), with a short help."""
     draw_canvas_switch(layout, settings, ob)
     col = layout.column(align=True)
     row = col.row(align=True)
@@ -107,6 +108,8 @@ def draw_canvas_tools(layout, settings, ob) -> None:
         row = col.row(align=True)
         for idname, text, icon in playing:
             row.operator(idname, text=text, icon=icon)
+        if playing[0][0] == RECORD:
+            col.prop(sk_settings, "record_frames")
     row = layout.row(align=True)
     op = row.operator(ANIM_SIGNALS_OT_pose_space_save_png.bl_idname, text="Save PNG", icon="IMAGE_DATA")
     op.filepath = settings.png_path

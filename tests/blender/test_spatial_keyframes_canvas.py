@@ -444,7 +444,7 @@ def _draw(scene, ob) -> list:
     return calls
 
 
-def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc):
+def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc, ct):
     ob, _, _ = make_walk(sk, "Bare", n_frames=20)
     calls = _draw(scene, ob)
     assert not any(c[0] == "operator" and c[1].startswith("anim_signals.spatial_keyframes_navigate") for c in calls)
@@ -453,6 +453,7 @@ def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc):
     ops = [c[1] for c in calls if c[0] == "operator"]
     assert {f"anim_signals.{name}" for name in TOOLS} - {"anim_signals.spatial_keyframes_move_marker"} <= set(ops)
     assert {"anim_signals.pose_space_view_all", "anim_signals.pose_space_save_png"} <= set(ops)
+    assert ct.RECORD in ops and ct.PLAY_BACK in ops and ("prop", "record_frames") in calls
     labels = " | ".join(c[1] for c in calls if c[0] == "label")
     assert "diamond: move marker" in labels and "Shift: record" in labels and "edited" not in labels
     assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
