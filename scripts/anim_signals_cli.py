@@ -37,6 +37,9 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
     sk-compact FOLDER|FILES... [--out DIR] [--ratio 0.03] [--selection uniform,scs,pb,rols|all]
                          [--projection pca,mds,force,isomap,lle,tsne,rbfp|all] [--optimise/--no-optimise]
                          [--keep-moving] [--seed 0]
+    sk-build IN.bvh|IN.blend [--objects ...] [--projection mds|pca|force|isomap|lle|tsne|rbfp]
+                         [--selection uniform|scs|pb|rols] [--ratio 0.03 | --count M] [--optimise/--no-optimise]
+                         [--png CANVAS.png [--width 800 --height 600]] [--out OUT.blend]
 ``cli/library.py`` (whole libraries on Dask; resumable: DIR/manifest.json)
     library fit|loop|compare|db-build FOLDER --out DIR [--scheduler ADDRESS] [--workers N] [--retry-failed]
                          [the command's options: fit's tolerances and mode; loop --auto/--in-place;

@@ -1,7 +1,13 @@
-"""``sk-compact``: spatial-keyframe compaction of a folder of BVH clips against temporal keyframes
-(Costa and Esperança, "Enhancing Spatial Keyframe Animations with Motion Capture").
+"""``sk-compact`` and ``sk-build``: spatial keyframes (Costa and Esperança, "Enhancing Spatial Keyframe
+Animations with Motion Capture").
 
-Unlike the other commands, this one does not start Blender: clips are read with the core's BVH reader
+``sk-build`` is a Blender command like the others: it imports a BVH (or opens a .blend), calls
+``bpy.ops.anim_signals.spatial_keyframes_from_action`` for every animated armature (the model is stored on
+the armature), optionally writes the canvas (markers and trajectory) with ``pose_space_save_png`` and
+saves ``<input name>_spatialkeys.blend``.
+
+``sk-compact`` compacts a folder of BVH clips against temporal keyframes. Unlike the other commands, it
+does not start Blender: clips are read with the core's BVH reader
 (``anim_signals.spatialkeys.bvh``) and compared with ``anim_signals.spatialkeys.compare_schemes``
 (numpy, scipy and scikit-learn only). Every clip is compacted at the same keyframe ratio with each
 chosen keyframe selection, reconstructed by every temporal scheme (linear, Hermite, slerp, 1D RBF)
@@ -20,9 +26,27 @@ import warnings
 
 import _blender_env as be
 
-from .common import CliError, add_command, expand_folders, failed
+from .common import (
+    CliError,
+    add_clip_input,
+    add_command,
+    add_objects_option,
+    add_out_option,
+    check_file,
+    check_input,
+    default_out,
+    enable_operators,
+    expand_folders,
+    failed,
+    for_each_object,
+    load_input,
+    pick_objects,
+    run_operator,
+    save,
+    stdout_dropped,
+)
 from .inputs import check_bvh
-from .outputs import check_output_dir, check_output_file, write_text
+from .outputs import check_output_dir, check_output_file, write_text, written_atomically
 from .values import float_range, int_range
 
 # the core's names (anim_signals.spatialkeys SELECTIONS, PROJECTIONS + "rbfp", TEMPORAL_SCHEMES), kept here
@@ -61,12 +85,24 @@ def check_clips(paths: list[str], ratio: float) -> list[int]:
     each; returns the frame counts. CliError (exit code 2) naming the file otherwise."""
     summaries = [check_bvh(p) for p in paths]
     for path, s in zip(paths, summaries):
-        keys = keyframes_for(s.frames, ratio)
-        if keys < MIN_MARKERS:
-            raise CliError(f"{path}: {s.frames} frames at --ratio {ratio:g} give {keys} keyframe(s); spatial "
-                           f"keyframes need at least {MIN_MARKERS} markers (--ratio {MIN_MARKERS / s.frames:.4g} "
-                           "or more for this clip)")
+        check_marker_count(path, s.frames, ratio=ratio)
     return [s.frames for s in summaries]
+
+
+def check_marker_count(path: str, frames: int, *, ratio: float | None = None, count: int | None = None) -> None:
+    """CliError (exit code 2) naming ``path`` unless ``count`` (or ``ratio`` of the frames) is at least 3
+    markers and at most ``frames`` (the operator's rule, checked before Blender starts)."""
+    if count is not None:
+        if count > frames:
+            raise CliError(f"{path}: {frames} frames, fewer than the --count {count} markers asked for (each "
+                           "marker is a frame's pose)")
+        return
+    assert ratio is not None
+    keys = keyframes_for(frames, ratio)
+    if keys < MIN_MARKERS:
+        raise CliError(f"{path}: {frames} frames at --ratio {ratio:g} give {keys} keyframe(s); spatial "
+                       f"keyframes need at least {MIN_MARKERS} markers (--ratio {MIN_MARKERS / frames:.4g} "
+                       "or more for this clip)")
 
 
 def sk_inputs(paths) -> list[str]:
@@ -205,4 +241,119 @@ def add_sk_compact_parser(sub) -> None:
     p.add_argument("--seed", type=int_range(0, name="seed"), default=0, help="seed of the random projections")
 
 
-PARSERS = (add_sk_compact_parser,)
+# --------------------------------------------------------------------------------------------------
+# sk-build: spatial keyframes of a clip in Blender, saved with the .blend (and a PNG of the canvas)
+
+SK_BUILD_OPERATORS = ("spatial_keyframes_from_action", "pose_space_save_png")
+PNG_SIZE = (800, 600)
+MIN_RATIO = 0.001  # the operator's own minimum: a smaller ratio would be clamped to it silently
+
+
+def sk_build_params(args) -> dict:
+    """spatial_keyframes_from_action's arguments (the operator's enum identifiers)."""
+    params = dict(projection=args.projection.upper(), selection=args.selection.upper(), optimise=args.optimise)
+    if args.count is not None:
+        return dict(params, key_mode="COUNT", count=args.count)
+    return dict(params, key_mode="RATIO", ratio=args.ratio)
+
+
+def png_size(args) -> tuple[int, int]:
+    """(width, height) of the PNG; CliError when --width / --height come without --png."""
+    if not args.png and (args.width is not None or args.height is not None):
+        raise CliError("--width and --height go with --png (the size of the canvas image)")
+    return (args.width or PNG_SIZE[0], args.height or PNG_SIZE[1])
+
+
+def sk_build_summary(scene, settings: str) -> str:
+    r = scene.anim_signals.last_spatial_keyframes
+    return (f"{r.object_name}: {r.markers} markers, {r.frames} frames, {r.joints} joints, error {r.error:.4g} per "
+            f"frame per joint (weighted radians; {settings}); {r.seconds:.2f} s")
+
+
+def build_targets(args) -> list:
+    """The armatures to build from: every animated armature of the input, or those ``--objects`` names
+    (any animated object: the operator explains why a mesh is refused)."""
+    with stdout_dropped():  # the BVH importer's progress and zero-length-bone notes
+        animated = load_input(args.input)
+    if args.objects:
+        return pick_objects(animated, args.objects, "animated object", where=args.input)
+    armatures = [ob for ob in animated if ob.type == "ARMATURE"]
+    if not armatures:
+        raise CliError(f"{args.input}: no armature with an action (animated objects: "
+                       f"{', '.join(ob.name for ob in animated) or 'none'})")
+    return armatures
+
+
+def write_canvas_png(ob, path: str, size: tuple[int, int]) -> None:
+    """The canvas as ``pose_space_save_png`` renders it for ``ob`` (what the build made it show: the
+    spatial keyframes) into ``path``."""
+    bpy = be.import_bpy()
+    with stdout_dropped():  # its report names the temporary file
+        run_operator(bpy.ops.anim_signals.pose_space_save_png, f"{ob.name}: the canvas PNG", ob,
+                     filepath=path, width=size[0], height=size[1])
+
+
+def cmd_sk_build(args) -> int:
+    params = sk_build_params(args)
+    size = png_size(args)
+    out = check_output_file(args.out or default_out(args.input, "_spatialkeys"), "--out")
+    png = check_output_file(args.png, "--png", (".png",)) if args.png else ""
+    if check_file(args.input, (".bvh", ".blend")) == ".bvh":
+        check_marker_count(args.input, check_bvh(args.input).frames, ratio=args.ratio, count=args.count)
+    else:
+        check_input(args.input, (".blend",))
+    bpy = be.import_bpy()
+    objects = build_targets(args)
+    enable_operators(*SK_BUILD_OPERATORS)
+    settings = f"{args.projection}, {args.selection}{', Algorithm 1' if args.optimise else ''}"
+    built = []
+
+    def build(ob):
+        with stdout_dropped():  # the operator's report: the line below says the same and more
+            run_operator(bpy.ops.anim_signals.spatial_keyframes_from_action, ob.name, ob, **params)
+        print("  " + sk_build_summary(bpy.context.scene, settings), flush=True)
+        built.append(ob)
+
+    failures = for_each_object(objects, build, "building spatial keyframes of", what="built")
+    if not png:
+        print(f"saved {save(out)}")
+        return 1 if failures else 0
+    with written_atomically(png) as partial:  # the PNG is renamed only once the .blend is saved too
+        write_canvas_png(built[0], partial, size)
+        saved = save(out)
+    print(f"wrote {png} (the canvas of {built[0].name}: markers and trajectory)")
+    print(f"saved {saved}")
+    return 1 if failures else 0
+
+
+def add_sk_build_parser(sub) -> None:
+    p = add_command(sub, "sk-build", cmd_sk_build,
+                    "spatial keyframes of a clip: key poses as markers on the canvas, stored in a .blend (Costa)",
+                    "Build spatial keyframes with bpy.ops.anim_signals.spatial_keyframes_from_action for every "
+                    "animated armature (or --objects): key poses become markers on a plane and every frame a point "
+                    "of a 2D trajectory; the model is stored on the armature and saved with the .blend. --png also "
+                    "writes the canvas (markers as diamonds, the trajectory coloured by time) of the first armature "
+                    "built.")
+    add_clip_input(p)
+    add_objects_option(p, "armature names", "every animated armature")
+    p.add_argument("--projection", type=str.lower, choices=PROJECTIONS, default="mds",
+                   help="how every frame's pose becomes a point of the plane (default mds)")
+    p.add_argument("--selection", type=str.lower, choices=SELECTIONS, default="uniform",
+                   help="how the key poses (markers) are chosen (default uniform)")
+    keys = p.add_mutually_exclusive_group()
+    keys.add_argument("--ratio", type=float_range(MIN_RATIO, 1.0), default=0.03,
+                      help=f"markers per frame, {MIN_RATIO:g} to 1 (default 0.03, the seed's); at least {MIN_MARKERS} "
+                           "markers are needed")
+    keys.add_argument("--count", type=int_range(MIN_MARKERS), default=None,
+                      help=f"number of markers instead of --ratio (at least {MIN_MARKERS}, at most the clip's frames)")
+    p.add_argument("--optimise", action=argparse.BooleanOptionalAction, default=True,
+                   help="move non-key frames' points by the seed's Algorithm 1 (default on)")
+    p.add_argument("--png", default="", help="also write the canvas as this .png")
+    p.add_argument("--width", type=int_range(64, 8192), default=None,
+                   help=f"PNG width in pixels, 64-8192 (default {PNG_SIZE[0]})")
+    p.add_argument("--height", type=int_range(64, 8192), default=None,
+                   help=f"PNG height in pixels, 64-8192 (default {PNG_SIZE[1]})")
+    add_out_option(p, "<input name>_spatialkeys.blend here")
+
+
+PARSERS = (add_sk_compact_parser, add_sk_build_parser)

@@ -217,6 +217,7 @@ COMMANDS = {  # command -> (a valid command line, its output options)
     "transfer": ([I("grid.obj"), "--cache", I("grid.pc2"), "--target", I("grid.obj"), "--markers", I("markers.yml")],
                  ["--out"]),
     "sk-compact": ([I("walk.bvh")], []),  # its --out is a folder: tests/core/test_cli_sk_compact.py
+    "sk-build": ([I("walk.bvh"), "--count", "3"], ["--out"]),
 }
 
 VALUE_CASES = [  # (command, option, bad values, message)
@@ -250,6 +251,8 @@ VALUE_CASES = [  # (command, option, bad values, message)
     ("reconstruct", "--paths", ["-1"], "argument --paths: must be at least 1"),
     ("transfer", "--frames", ["x"], "argument --frames:"),
     ("sk-compact", "--ratio", ["0", "-0.1", "1.5", "nan", "inf"], "argument --ratio: must be"),
+    ("sk-build", "--ratio", ["0", "0.0005", "1.5", "nan"], "argument --ratio: must be"),
+    ("sk-build", "--count", ["2", "-1", "x"], "argument --count:"),
 ]
 
 MISUSE_CASES = [  # (command line, message): option combinations and values refused by the command's checks
@@ -314,7 +317,7 @@ FILE_CASES = [  # (command line, message): missing, empty, binary, malformed inp
 BVH_READERS = [
     ["fit", "{bvh}"], ["loop", "{bvh}"], ["blend", I("walk.bvh"), "{bvh}"], ["compare", I("walk.bvh"), "{bvh}"],
     ["pose-build", "{bvh}"], ["db-build", I("walk.bvh"), "{bvh}"], ["reconstruct", I("scene.blend"), "{bvh}"],
-    ["sk-compact", I("walk.bvh"), "{bvh}"],
+    ["sk-compact", I("walk.bvh"), "{bvh}"], ["sk-build", "{bvh}", "--count", "3"],
 ]
 
 
