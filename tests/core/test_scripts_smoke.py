@@ -52,7 +52,7 @@ def test_cli_runs_without_scripts_on_the_path(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     for command in ("fit", "loop", "blend", "compare", "pose-build", "pose-resample", "pose-bake", "db-build",
-                    "reconstruct", "transfer", "sk-compact"):
+                    "reconstruct", "transfer", "sk-compact", "sk-build"):
         assert command in r.stdout
 
 

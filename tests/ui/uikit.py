@@ -403,15 +403,18 @@ def evaluated_coords(ob) -> np.ndarray:
 
 def canvas_geometry(area, ob):
     """The canvas rectangle in ``area``'s sidebar (x, y, w, h region pixels) and the core's geometry
-    of it for ``ob``'s pose space: what the draw callback draws (view, frames, control points,
-    current frame, cursor). (None, None) when the canvas is not shown."""
-    data = ext("operators.pose_space")
+    of what it shows for the active object ``ob`` (its pose space or its spatial keyframes): what the
+    draw callback draws (view, frames, control points, markers, current frame, cursor). (None, None)
+    when the canvas is not shown."""
     canvas_state = ext("operators.pose_space.canvas_state")
     sidebar = region_of(area, "UI")
     with override(area, sidebar):
         rect = canvas_state.canvas_rect(bpy.context, sidebar)
-        space = data.load_space(ob)
-        geom = canvas_state.canvas_geometry_for(bpy.context, ob, space, rect) if rect else None
+        shown_ob, model, source = canvas_state.shown_on_canvas(bpy.context)
+        kind = source.kind if model is not None and shown_ob == ob else canvas_state.POSE_SPACE
+        if kind == canvas_state.POSE_SPACE:  # also for a pose space not the active object's
+            model = ext("operators.pose_space").load_space(ob)
+        geom = canvas_state.canvas_geometry_for(bpy.context, ob, model, rect, kind) if rect else None
     return rect, geom
 
 
