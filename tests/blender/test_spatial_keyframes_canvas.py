@@ -303,6 +303,13 @@ def test_remove_marker_by_index_and_by_click(scene, skf, sk, pc):
     assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
     assert len(skf.load_model(ob).clip.markers) == 3
     assert_refused(lambda: run("spatial_keyframes_remove_marker", index=0), "at least 3 are needed")
+    op = tool(skf, "spatial_keyframes_remove_marker", ob)  # a click on one of the last 3: refused, still waiting
+    before = snapshot_all()
+    xy = pixel(pc, ob, op._space, skf.load_model(ob).clip.markers[1])
+    assert op.modal(bpy.context, ev("LEFTMOUSE", "PRESS", xy)) == {"RUNNING_MODAL"} and not op._dragging
+    assert any("at least 3 are needed" in message for _, message in op.reports), op.reports
+    assert pc.state_of(ob, pc.SPATIAL_KEYFRAMES).preview is None
+    assert_same_state(before, snapshot_all())
 
 
 def test_edited_markers_survive_save_and_reload(scene, skf, sk, pc, tmp_path):
@@ -433,6 +440,25 @@ def test_press_moves_a_marker_navigates_elsewhere_and_shift_records(scene, skf, 
         ("spatial_keyframes_navigate", "INVOKE_DEFAULT", {"start_drag": True}),  # no recording tool yet
         ("spatial_keyframes_record", "INVOKE_DEFAULT", {"start_drag": True}),
     ]
+
+
+def test_the_canvas_press_reaches_the_spatial_keyframes_handler(scene, skf, sk, pc, ct, monkeypatch):
+    """The sidebar's press operator hands a press on a canvas showing spatial keyframes to their
+    handler, which starts Move Marker on the diamond pressed."""
+    ob, _, core = build(sk, pc)
+    shown = skf.load_model(ob).shown
+    canvas_view = ext_module("operators.pose_space.canvas_view")
+    source = pc.shown_on_canvas(bpy.context)[2]
+    assert source.kind == pc.SPATIAL_KEYFRAMES and source.press is ct.canvas_press
+    started: list = []
+    fake_ops = types.SimpleNamespace(anim_signals=types.SimpleNamespace(
+        spatial_keyframes_move_marker=lambda how, **props: started.append(props) or {"RUNNING_MODAL"}))
+    monkeypatch.setattr(ct, "bpy", types.SimpleNamespace(ops=fake_ops))
+    monkeypatch.setattr(canvas_view, "_canvas_under_mouse", lambda context, event: (ob, shown, RECT, source))
+    press = canvas_view.ANIM_SIGNALS_OT_pose_space_canvas_press
+    event = ev("LEFTMOUSE", "PRESS", pixel(pc, ob, shown, core.markers[5]))
+    assert press.invoke(types.SimpleNamespace(), bpy.context, event) == {"FINISHED"}
+    assert started == [{"index": 5, "start_drag": True}]
 
 
 def _draw(scene, ob) -> list:
