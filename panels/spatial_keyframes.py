@@ -17,18 +17,19 @@ from ..operators.pose_space.canvas_view import (
     ANIM_SIGNALS_OT_pose_space_view_all,
 )
 from ..operators.spatial_keyframes.canvas_tools import (
-    PLAY_BACK,
-    RECORD,
     ANIM_SIGNALS_OT_spatial_keyframes_add_marker,
     ANIM_SIGNALS_OT_spatial_keyframes_navigate,
     ANIM_SIGNALS_OT_spatial_keyframes_remove_marker,
-    operator_available,
 )
 from ..operators.spatial_keyframes.operators import (
     ANIM_SIGNALS_OT_compact_action,
     ANIM_SIGNALS_OT_spatial_keyframes_from_action,
 )
 from ..operators.spatial_keyframes.properties import BUILD_SETTINGS
+from ..operators.spatial_keyframes.recording import (
+    ANIM_SIGNALS_OT_spatial_keyframes_play_back,
+    ANIM_SIGNALS_OT_spatial_keyframes_record,
+)
 from ..operators.spatial_keyframes.storage import model_info
 from .common import settings_button, split_layout
 from .pose_space import draw_canvas_switch
@@ -101,15 +102,10 @@ def draw_canvas_tools(layout, settings, sk_settings, ob) -> None:
     row = col.row(align=True)
     row.operator(ANIM_SIGNALS_OT_spatial_keyframes_remove_marker.bl_idname, text="Remove Marker", icon="REMOVE")
     row.operator(ANIM_SIGNALS_OT_pose_space_view_all.bl_idname, text="Frame All", icon="FULLSCREEN_ENTER")
-    # recording and play-back come from their own module; their buttons show once they are registered
-    playing = [(idname, text, icon) for idname, text, icon in ((RECORD, "Record", "REC"), (PLAY_BACK, "Play Back", "PLAY"))
-               if operator_available(idname)]
-    if playing:
-        row = col.row(align=True)
-        for idname, text, icon in playing:
-            row.operator(idname, text=text, icon=icon)
-        if playing[0][0] == RECORD:
-            col.prop(sk_settings, "record_frames")
+    row = col.row(align=True)
+    row.operator(ANIM_SIGNALS_OT_spatial_keyframes_record.bl_idname, text="Record", icon="REC")
+    row.operator(ANIM_SIGNALS_OT_spatial_keyframes_play_back.bl_idname, text="Play Back", icon="PLAY")
+    col.prop(sk_settings, "record_frames")
     row = layout.row(align=True)
     op = row.operator(ANIM_SIGNALS_OT_pose_space_save_png.bl_idname, text="Save PNG", icon="IMAGE_DATA")
     op.filepath = settings.png_path

@@ -52,29 +52,14 @@ __all__ = [
     "ANIM_SIGNALS_OT_spatial_keyframes_move_marker",
     "ANIM_SIGNALS_OT_spatial_keyframes_navigate",
     "ANIM_SIGNALS_OT_spatial_keyframes_remove_marker",
-    "PLAY_BACK",
-    "RECORD",
     "canvas_press",
     "commit_clip",
-    "operator_available",
 ]
 
-RECORD = "anim_signals.spatial_keyframes_record"
-PLAY_BACK = "anim_signals.spatial_keyframes_play_back"
 NO_MODEL = "The active object has no spatial keyframes: build them first (Spatial Keyframes panel)"
 SHOWS_POSE_SPACE = ("The canvas shows the pose space: set Canvas to Spatial Keyframes to edit the markers "
                     "there")
 ON_A_MARKER = "  |  Another marker is there: held at the last free point"
-
-
-def operator_available(idname: str) -> bool:
-    """The operator ``idname`` ("group.name") is registered now (another module may add it later)."""
-    group, name = idname.split(".")
-    try:
-        getattr(getattr(bpy.ops, group), name).get_rna_type()
-    except (AttributeError, KeyError):
-        return False
-    return True
 
 
 def _shows_other(context) -> bool:
@@ -405,10 +390,10 @@ class ANIM_SIGNALS_OT_spatial_keyframes_remove_marker(_SpatialKeyframeDrag, bpy.
 
 def canvas_press(context, event, ob, model, rect) -> set[str]:
     """A left press on the canvas showing ``ob``'s spatial keyframes (``model``: what it draws, in
-    ``rect``): Shift records (when the recording operator is registered), a press on a marker
+    ``rect``): Shift records (:mod:`.recording`), a press on a marker
     moves it, anywhere else the cursor navigates."""
     ops: Any = bpy.ops.anim_signals  # type: ignore[attr-defined]
-    if event.shift and operator_available(RECORD):
+    if event.shift:
         ops.spatial_keyframes_record("INVOKE_DEFAULT", start_drag=True)
         return {"FINISHED"}
     xy = (event.mouse_region_x, event.mouse_region_y)
