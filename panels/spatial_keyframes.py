@@ -73,8 +73,9 @@ class ANIM_SIGNALS_PT_spatial_keyframes(bpy.types.Panel):
             return
         col = layout.box().column(align=True)
         col.label(text=f'From "{info["action"]}" ({info["frame_start"]}\u2013{info["frame_end"]})', icon="ACTION")
-        edited = " (edited)" if info["edited"] else ""
-        col.label(text=f"Markers {info['markers']}{edited}   Frames {info['frames']}   Joints {info['joints']}")
+        col.label(text=f"Markers {info['markers']}   Frames {info['frames']}   Joints {info['joints']}")
+        if info["edited"]:  # a line of its own: the sidebar's default width cuts a longer one
+            col.label(text="Markers edited on the canvas", icon="GREASEPENCIL")
         opt = ", optimised" if info["optimised"] else ""
         col.label(text=f"{info['projection'].upper()}, {info['selection']} keys{opt}")
         col.label(text=f"Error {info['error']:.4g} per frame per joint")

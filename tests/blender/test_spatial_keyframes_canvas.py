@@ -479,7 +479,7 @@ def test_panel_shows_the_canvas_tools_and_edited(scene, skf, sk, pc, ct):
     assert "diamond: move marker" in labels and "Shift: record" in labels and "edited" not in labels
     assert run("spatial_keyframes_remove_marker", index=0) == {"FINISHED"}
     labels = " | ".join(c[1] for c in _draw(scene, ob) if c[0] == "label")
-    assert f"Markers {COUNT - 1} (edited)" in labels, labels
+    assert f"Markers {COUNT - 1} " in labels and "Markers edited on the canvas" in labels, labels
 
 
 # ----------------------------------------------------------------------------------------------
