@@ -201,8 +201,14 @@ def propose_pairs(cheap: np.ndarray, n_candidates: int) -> np.ndarray:
     return pairs.astype(int)
 
 
-def pair_blocks(pairs: np.ndarray, block_size: int) -> list[np.ndarray]:
-    """``pairs`` cut into consecutive blocks of at most ``block_size`` (one task each)."""
+def pair_blocks(pairs: np.ndarray, block_size: int | None = None) -> list[np.ndarray]:
+    """``pairs`` cut into consecutive blocks of at most ``block_size`` (one task each).
+
+    The default is about 64 blocks (so that every worker of a cluster gets several), of 8 to 256 pairs
+    (an exact distance costs 10-50 ms: a block is 0.1-10 s of work, far above a task's scheduling cost).
+    """
+    if block_size is None:
+        block_size = max(8, min(256, -(-len(pairs) // 64)))
     block_size = positive_int("block_size", block_size)
     return [pairs[s:s + block_size] for s in range(0, len(pairs), block_size)]
 
@@ -427,7 +433,7 @@ def representative_matrix(embedding: Embedding, reps: Sequence[int], known: Mapp
 
 def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: int | None = None,
                     closed: bool = True, n_samples: int = 100, coarse: int = 32,
-                    n_clusters: int | None = None, block_size: int = 256,
+                    n_clusters: int | None = None, block_size: int | None = None,
                     map_blocks: BlockMapper | None = None) -> LibraryComparison:
     """k-NN graph, clusters and representatives of a library, exact distances only for candidates.
 
@@ -443,8 +449,8 @@ def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: 
         As in :func:`embed`.
     n_clusters : int, optional
         Default: automatic (best silhouette).
-    block_size : int
-        Pairs per block of exact distances.
+    block_size : int, optional
+        Pairs per block of exact distances (default: :func:`pair_blocks`'s).
     map_blocks : callable, optional
         ``map_blocks(embedding, blocks) -> [distances per block]``: where the blocks run (default None: here,
         one after the other; a distributed runner passes its own).

@@ -64,6 +64,8 @@ class LibrarySummary:
     extra : dict
         compare: the neighbour graph and clusters; db-build: the database.
     seconds : float
+    task_seconds : float
+        Wall time from the first task submitted to the last result (0 without tasks).
     dashboard : str
         The Dask dashboard's address ('' without one).
     """
@@ -74,6 +76,7 @@ class LibrarySummary:
     failed: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    task_seconds: float = 0.0
     dashboard: str = ""
 
 
@@ -269,6 +272,7 @@ def _run_tasks(client, command, todo, by_name, digests, out, opts, manifest, sum
                clip_outputs) -> None:
     """Submit one task per clip and record each result as it arrives (manifest saved as it goes)."""
     distributed = _dask()
+    t0 = time.perf_counter()
     futures = {}
     for name in todo:
         fut = client.submit(run_clip, command, name, by_name[name].path, out, dict(opts),
@@ -294,6 +298,7 @@ def _run_tasks(client, command, todo, by_name, digests, out, opts, manifest, sum
                 os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)  # type: ignore[assignment]
             manifest.save()
             last_save = time.monotonic()
+    summary.task_seconds = time.perf_counter() - t0
     manifest.save()
 
 
@@ -383,9 +388,14 @@ def cmd_library(args) -> int:
     elif command == "db-build":
         opts = dict(fps=args.fps)
     be.setup_environment()
-    s = run_library(command, args.folder, args.out, scheduler=args.scheduler or None, workers=args.workers,
-                    options=opts, retry_failed=args.retry_failed,
-                    echo=lambda line: print(line, flush=True))
+    try:
+        s = run_library(command, args.folder, args.out, scheduler=args.scheduler or None, workers=args.workers,
+                        options=opts, retry_failed=args.retry_failed,
+                        echo=lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print(f"interrupted: the clips finished so far are in {os.path.join(os.path.abspath(args.out), 'manifest.json')}; "
+              "run the same command again to go on", file=sys.stderr)
+        return 130
     print(f"{len(s.clips) - len(s.failed)} of {len(s.clips)} clips done, {len(s.failed)} failed "
           f"({len(s.processed)} run now, {len(s.skipped)} up to date) in {s.seconds:.1f} s; "
           f"summary: {os.path.join(os.path.abspath(args.out), 'summary.md')}")

@@ -201,3 +201,41 @@ def test_bad_input_is_refused_before_any_work(tmp_path):
     r = cli("library", "fit", lib, "--out", tmp_path / "o", "--scheduler", "tcp://127.0.0.1:9")
     assert r.returncode == 2 and "cannot reach the Dask scheduler" in r.stderr and "dask scheduler" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "o" / "summary.md").exists()
+
+
+def test_workers_without_a_package_are_named_with_the_versions_found(monkeypatch):
+    runner()
+    import distributed  # noqa: PLC0415
+    from cli import library, library_tasks  # noqa: PLC0415
+    from cli.errors import CliError  # noqa: PLC0415
+
+    monkeypatch.setattr(library_tasks, "REQUIRED", (*library_tasks.REQUIRED, "no_such_package"))
+    monkeypatch.setattr(library_tasks, "worker_environment", lambda: {
+        **{p: "1.0" for p in library_tasks.REQUIRED[:-1]}, "python": "3.11.9", "no_such_package": None})
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        with pytest.raises(CliError, match=r"missing no_such_package \(found python 3\.11\.9, numpy 1\.0"):
+            library.check_workers(client)
+
+
+def test_channels_compare_refuses_clips_of_another_rig(tmp_path):
+    import numpy as np  # noqa: PLC0415
+
+    from anim_signals.library import Manifest  # noqa: PLC0415
+
+    runner()
+    from cli.errors import CliError  # noqa: PLC0415
+    from cli.library_compare import load_features  # noqa: PLC0415
+
+    m = Manifest(tmp_path / "manifest.json", "compare")
+    (tmp_path / "clips").mkdir()
+    rigs = {"a.bvh": ["Hips", "Spine"], "b.bvh": ["Hips", "Spine"], "c.bvh": ["hip", "abdomen"]}
+    for name, bones in rigs.items():
+        keys = [f'pose.bones["{b}"].rotation_euler[{i}]' for b in bones for i in range(3)]
+        np.savez(tmp_path / "clips" / (name[:-4] + ".npz"), curve=np.random.default_rng(0).normal(size=(20, 6)),
+                 keys=np.array(keys), kinds=np.array(["EULER"] * 6), owners=np.array([b for b in bones for _ in range(3)]))
+        m.record(name, "d", {}, result={}, outputs=[f"clips/{name[:-4]}.npz"])
+    names, curves = load_features(m, str(tmp_path), "BODY")  # body features: any rigs
+    assert names == ["a.bvh", "b.bvh", "c.bvh"]
+    with pytest.raises(CliError, match=r"c\.bvh has other rotation channels than a\.bvh .*--features BODY"):
+        load_features(m, str(tmp_path), "CHANNELS")
