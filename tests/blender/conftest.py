@@ -90,3 +90,15 @@ def scene(extension):
     yield bpy.context.scene
     _clear_data()
 
+
+
+@pytest.fixture
+def skf(extension):
+    """operators.spatial_keyframes (its script API) of the installed extension."""
+    return sys.modules[f"{EXT_MODULE}.operators.spatial_keyframes"]
+
+
+@pytest.fixture
+def sk(extension):
+    """The core: anim_signals.spatialkeys of the installed extension."""
+    return sys.modules[f"{EXT_MODULE}.anim_signals.spatialkeys"]

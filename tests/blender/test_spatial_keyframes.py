@@ -31,18 +31,6 @@ from _sk_helpers import make_walk, matrices_of_values, pose_matrices, quaternion
 PROP = "anim_signals_spatial_keyframes"
 
 
-@pytest.fixture
-def skf(extension):
-    """operators.spatial_keyframes (its script API) of the installed extension."""
-    return ext_module("operators.spatial_keyframes")
-
-
-@pytest.fixture
-def sk(extension):
-    """The core: anim_signals.spatialkeys of the installed extension."""
-    return ext_module("anim_signals.spatialkeys")
-
-
 # ----------------------------------------------------------------------------------------------
 # Build, store, reload, pose
 # ----------------------------------------------------------------------------------------------

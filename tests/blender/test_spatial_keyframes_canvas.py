@@ -31,16 +31,6 @@ TOOLS = ("spatial_keyframes_navigate", "spatial_keyframes_move_marker", "spatial
 
 
 @pytest.fixture
-def skf(extension):
-    return ext_module("operators.spatial_keyframes")
-
-
-@pytest.fixture
-def sk(extension):
-    return ext_module("anim_signals.spatialkeys")
-
-
-@pytest.fixture
 def ct(extension):
     """The canvas tools of the spatial keyframes."""
     return ext_module("operators.spatial_keyframes.canvas_tools")

@@ -24,16 +24,6 @@ ATOL = 3e-5  # float32 keys
 
 
 @pytest.fixture
-def skf(extension):
-    return ext_module("operators.spatial_keyframes")
-
-
-@pytest.fixture
-def sk(extension):
-    return ext_module("anim_signals.spatialkeys")
-
-
-@pytest.fixture
 def rec(extension):
     return ext_module("operators.spatial_keyframes.recording")
 

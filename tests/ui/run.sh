@@ -12,7 +12,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="${ANIM_SIGNALS_UI_OUT:-$REPO/out/ui}"  # screenshots, result.json, the console log
 ONLY="${ANIM_SIGNALS_UI_ONLY:-}"  # comma-separated scenario names (tests/ui/scenarios); empty: all
-UI_TIMEOUT="${ANIM_SIGNALS_UI_TIMEOUT:-900}"  # seconds; the whole Blender run, a hang guard only
+UI_TIMEOUT="${ANIM_SIGNALS_UI_TIMEOUT:-1800}"  # seconds; the whole Blender run, a hang guard only (about 10 min idle)
 # X display of the private Xvfb: X's abstract sockets are shared with the host, so a display number
 # already taken there must be avoided.
 UI_DISPLAY="${ANIM_SIGNALS_UI_DISPLAY:-:99}"

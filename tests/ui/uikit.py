@@ -375,6 +375,20 @@ def click_button(region, xy) -> None:
     xdotool("click", "1")
 
 
+def paced_click(region, xy, what: str) -> Iterator[Wait]:
+    """:func:`click_button` with each X event read by Blender before the next is sent (the press
+    and the release apart). After a tool that ran modal from a sidebar button has ended and the
+    sidebar was scrolled, Blender 4.3 under Xvfb took no quick click on the next button (measured:
+    Remove Marker and Play Back after Add Marker, tests/ui/scenarios/spatial_keyframes_canvas.py)."""
+    move_mouse(region, xy[0] + 1, xy[1])
+    yield settle(f"{what}: pointer beside the button")
+    move_mouse(region, *xy)
+    yield settle(f"{what}: pointer on the button", 2)
+    xdotool("mousedown", "1")
+    yield settle(f"{what}: button pressed")
+    xdotool("mouseup", "1")
+
+
 def click_then_escape(region, xy, idname: str, what: str) -> Iterator[Wait]:
     """A real click on the button at ``xy`` starts operator ``idname`` (checked: it runs modal in
     the window), then a real Esc, with the pointer off the button, ends it."""
@@ -414,7 +428,7 @@ def canvas_geometry(area, ob):
         kind = source.kind if model is not None and shown_ob == ob else canvas_state.POSE_SPACE
         if kind == canvas_state.POSE_SPACE:  # also for a pose space not the active object's
             model = ext("operators.pose_space").load_space(ob)
-        geom = canvas_state.canvas_geometry_for(bpy.context, ob, model, rect, kind) if rect else None
+        geom = canvas_state.canvas_geometry_for(bpy.context, ob, model, rect, kind) if rect and model else None
     return rect, geom
 
 

@@ -10,6 +10,7 @@ SCENARIOS = (
     "pose_space_armature",
     "pose_space_bounds",
     "spatial_keyframes",  # before motion_db and transfer: it finds its header below closed panels
+    "spatial_keyframes_canvas",  # on spatial_keyframes' biped, before the panels above its own open
     "loop_blend_compare",
     "motion_db",
     "transfer",

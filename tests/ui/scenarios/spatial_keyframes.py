@@ -6,7 +6,8 @@ panels between are closed: this scenario runs before the motion database's and t
 core picks (``marker_count``) and whose trajectory has every frame; a second build with the slow
 t-SNE projection is cancelled with a real Esc and leaves the stored model as it was; Compact Action
 writes ``<action>.skc``, plays it on the biped, and the sidebar's comparison lists the temporal
-schemes beside the spatial one, with the numbers the result holds.
+schemes beside the spatial one, with the numbers the result holds. After the build the canvas at
+the top of the tab shows the markers (the canvas tools are ``spatial_keyframes_canvas``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import bpy
 from uikit import (
     Wait,
     button_of,
+    canvas_geometry,
     check,
     click_button,
     click_then_escape,
@@ -43,24 +45,37 @@ SIGNALS_PANELS = ("ANIM_SIGNALS_PT_pose_space", "ANIM_SIGNALS_PT_motion_db", "AN
                   PANEL)
 
 
-def open_panel_below(area, sidebar, below_y: float, redraws: RegionDraws, header: list) -> Iterator[Wait]:
-    """Open the Spatial Keyframes panel by a real click on its header, clicking down the sidebar
-    from ``below_y`` (under the Pose Space panel's last button) in half-row steps. The panels in
-    between are closed, so a click lands on a header or between panels; a click that opens another
-    panel is undone by a second click at the same spot (the header has not moved). Appends the
-    header's y (region pixels) to ``header`` when the panel opened."""
+def toggle_panel_below(area, sidebar, below_y: float, redraws: RegionDraws, header: list, *,
+                       close: bool = False) -> Iterator[Wait]:
+    """Open (``close``: close) the Spatial Keyframes panel by a real click on its header, clicking
+    down the sidebar from ``below_y`` (under the Pose Space panel's last button) in half-row steps.
+    The other panels in between are closed, so a click lands on a header or between panels; a click
+    that opens another panel is undone by a second click at the same spot (the header has not moved).
+    Appends the header's y (region pixels) to ``header`` when the panel opened (closed)."""
     watched = {name: PanelDraws(name) for name in SIGNALS_PANELS if hasattr(bpy.types, name)}
+    ran = bpy.context.window_manager.operators
     try:
-        yield redraws.after(area, "sidebar drawn before opening the panel")
+        yield redraws.after(area, "sidebar drawn before the click on the header")
         step = 10.0 * ui_scale()
         y = below_y
         while y > step:
+            last = ran[-1].bl_idname if len(ran) else ""
             counts = {name: w.count for name, w in watched.items()}
+            watched[PANEL].count = 0
             move_mouse(sidebar, sidebar.width * 0.4, y)
             xdotool("click", "1")
             yield redraws.after(area, "sidebar drawn after a click", 3)
-            opened = [name for name, w in watched.items() if counts[name] == 0 and w.count > 0]
-            if PANEL in opened:
+            if (ran[-1].bl_idname if len(ran) else "") != last:  # a button, not a header: stop clicking
+                check("the clicks down the sidebar hit only headers", False, f"a click ran {ran[-1].bl_idname}")
+                break
+            if close:
+                watched[PANEL].count = 0
+                yield redraws.after(area, "sidebar drawn again", 3)
+                if watched[PANEL].count == 0:
+                    header.append(y)
+                    break
+            opened = [name for name, w in watched.items() if counts[name] == 0 and w.count > 0 and name != PANEL]
+            if not close and watched[PANEL].count > 0 and counts[PANEL] == 0:
                 header.append(y)
                 break
             if opened:  # another closed panel's header: close it again
@@ -73,6 +88,11 @@ def open_panel_below(area, sidebar, below_y: float, redraws: RegionDraws, header
     finally:
         for w in watched.values():
             w.close()
+
+
+def open_panel_below(area, sidebar, below_y: float, redraws: RegionDraws, header: list) -> Iterator[Wait]:
+    """:func:`toggle_panel_below` opening the panel."""
+    yield from toggle_panel_below(area, sidebar, below_y, redraws, header)
 
 
 def run(area) -> Iterator[Wait]:
@@ -94,7 +114,7 @@ def run(area) -> Iterator[Wait]:
         if not check("Pose Space's Build button found above the Spatial Keyframes panel", above is not None):
             return
         header: list = []
-        yield from open_panel_below(area, sidebar, above[1] - 0.9 * 20 * ui_scale(), redraws, header)
+        yield from open_panel_below(area, sidebar, above[1] - 1.5 * 20 * ui_scale(), redraws, header)
         if not check("Spatial Keyframes panel opened by a click on its header", bool(header)):
             screenshot("spatial_keyframes_closed")
             return
@@ -122,6 +142,18 @@ def run(area) -> Iterator[Wait]:
         token = biped[storage.PROP]["token"]
         yield redraws.after(area, "sidebar shows the model")
         screenshot("spatial_keyframes_built")
+        # the canvas now shows the markers at the top of the tab and pushes the panel down: find
+        # the buttons again (the header moved with them)
+        rect, _ = canvas_geometry(area, biped)
+        check("after the build the canvas shows the spatial keyframes", rect is not None
+              and scene.anim_signals.pose_space_canvas.shows == "SPATIAL_KEYFRAMES")
+        found = {}
+        yield from scan_buttons(sidebar, found, stop_at=COMPACT, top=None if rect is None else rect[1] - 2.0)
+        moved_build, compact = button_of(found, BUILD), button_of(found, COMPACT)
+        if not check("Build and Compact Action found again below the canvas", moved_build is not None
+                     and compact is not None, f"{sorted(c.split('(')[0] for c in found)}"):
+            return
+        build, above = moved_build, button_of(found, BUILD_POSE_SPACE) or above
 
         # -- Esc: a slow rebuild (t-SNE) cancelled leaves the stored model as it was ----------------
         settings.projection = "TSNE"
@@ -155,18 +187,10 @@ def run(area) -> Iterator[Wait]:
               f"{result.best_temporal} {result.best_temporal_error:.4g}; rows {[(r.scheme, round(r.error, 4)) for r in temporal]}")
         yield redraws.after(area, "sidebar shows the comparison")
         screenshot("spatial_keyframes_compacted")
-        # close the panel again (its header is where it was clicked, at the top of the scroll), so
-        # the next scenarios find the tab as they expect it
+        # close the panel again, so the next scenarios find the tab as they expect it
         yield from scroll_to_bottom(area, sidebar, redraws, up=True)
-        closing = PanelDraws(PANEL)
-        try:
-            move_mouse(sidebar, sidebar.width * 0.4, header[0])
-            xdotool("click", "1")
-            yield redraws.after(area, "sidebar drawn after closing the panel", 3)
-            closing.count = 0
-            yield redraws.after(area, "sidebar drawn again", 3)
-            check("a click on its header closes the panel again", closing.count == 0)
-        finally:
-            closing.close()
+        closed: list = []
+        yield from toggle_panel_below(area, sidebar, above[1] - 1.5 * 20 * ui_scale(), redraws, closed, close=True)
+        check("a click on its header closes the panel again", bool(closed))
     finally:
         redraws.close()
