@@ -27,6 +27,7 @@ from .neighbours import (
     cheap_distances,
     cluster_library,
     compare_library,
+    default_candidates,
     embed,
     exact_knn,
     knn_graph,
@@ -39,7 +40,7 @@ from .neighbours import (
 
 __all__ = [
     "CLIP_EXTENSIONS", "DONE", "FAILED", "Clip", "Embedding", "LibraryComparison", "Manifest", "NeighbourGraph",
-    "Plan", "cheap_distances", "cluster_library", "compare_library", "embed", "exact_knn", "file_digest",
+    "Plan", "cheap_distances", "cluster_library", "compare_library", "default_candidates", "embed", "exact_knn", "file_digest",
     "find_clips", "humanoid_bvh", "knn_graph", "knn_recall", "options_digest", "pair_blocks", "pair_distances",
     "propose_pairs", "replace_file", "representative_matrix", "write_library",
 ]

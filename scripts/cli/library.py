@@ -86,7 +86,7 @@ def default_options(command: str) -> dict[str, Any]:
         "fit": dict(mode="AUTO", max_error_rotation=0.5, max_error_location=0.01, max_error_other=0.01,
                     internal_knots=0, snap_to_frames=False, seed=0),
         "loop": dict(auto=False, in_place=False, no_cycles=False),
-        "compare": dict(features="BODY", n_samples=100, closed=True, k=10, candidates=0, clusters=0, coarse=32),
+        "compare": dict(features="BODY", n_samples=100, closed=True, k=10, candidates=0, clusters=0, coarse=24),
         "db-build": dict(fps=30),
     }[command]
 
@@ -440,11 +440,11 @@ def add_library_parser(sub) -> None:
                       help="body features (any humanoid rigs, default) or rotation channels by name (one skeleton)")
     cmp_.add_argument("--k", type=int_range(1, 1000), default=10, help="neighbours per clip (default 10)")
     cmp_.add_argument("--candidates", type=int_range(0, 100000), default=0,
-                      help="exact distances per clip's candidates (0 = 2 k)")
+                      help="candidates per clip that get exact distances (0 = 1.5 k)")
     cmp_.add_argument("--clusters", type=int_range(0, 1000), default=0, help="0 = automatic (best silhouette)")
     cmp_.add_argument("--samples", type=int_range(8, 10000), default=100, help="samples per clip (default 100)")
     cmp_.add_argument("--coarse", type=int_range(4, 1000), default=32,
-                      help="intervals of the cheap candidate embedding (default 32)")
+                      help="intervals of the cheap candidate embedding (default 24)")
     cmp_.add_argument("--open", action="store_true", help="compare as open clips (default: as cycles)")
     db = lib.add_parser("db-build", help="a motion database (.blend) from every BVH clip")
     _add_common(db)

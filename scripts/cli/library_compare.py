@@ -95,7 +95,7 @@ def dask_block_mapper(client, echo):
 def compare_step(client, manifest, out: str, opts: Mapping, echo) -> dict:
     """The library's k-NN graph, clusters and representatives' dendrogram; writes the compare files."""
     from anim_signals.imaging import raster
-    from anim_signals.library import compare_library
+    from anim_signals.library import compare_library, default_candidates
 
     if step_is_current(out, manifest, opts):
         echo("compare: neighbours.json is current (same clips, same options): nothing to do")
@@ -106,7 +106,7 @@ def compare_step(client, manifest, out: str, opts: Mapping, echo) -> dict:
         raise failed(f"need at least 2 clips whose features could be read to compare, got {len(names)}")
     k = min(int(opts["k"]), len(names) - 1)
     t0 = time.perf_counter()
-    echo(f"compare: {len(names)} clips, k = {k}, {int(opts['candidates']) or 2 * k} candidates per clip ...")
+    echo(f"compare: {len(names)} clips, k = {k}, {int(opts['candidates']) or default_candidates(k)} candidates per clip ...")
     try:
         r = compare_library(curves, k=k, n_candidates=int(opts["candidates"]) or None, closed=bool(opts["closed"]),
                             n_samples=int(opts["n_samples"]), coarse=min(int(opts["coarse"]), int(opts["n_samples"]) - 1),
@@ -139,10 +139,13 @@ def compare_step(client, manifest, out: str, opts: Mapping, echo) -> dict:
 
 
 def _markdown(names, labels, reps, neighbours, stats, opts) -> str:
+    from anim_signals.library import default_candidates
+
     md = [f"# Library compare: {stats['clips']} clips ({opts['features'].lower()} features, elastic distance"
           f"{', as cycles' if opts['closed'] else ''})", "",
           f"Exact distances for {stats['pairs']} pairs ({100 * stats['pair_fraction']:.1f} % of all): each clip's "
-          f"{int(opts['candidates']) or 2 * stats['k']} candidates by the FFT-aligned coarse SRVs; {stats['seconds']:.1f} s.",
+          f"{int(opts['candidates']) or default_candidates(stats['k'])} candidates by the cheap distance (coarse SRVs "
+          f"aligned by FFT correlation and time warping); {stats['seconds']:.1f} s.",
           "", "Dendrogram of the representatives: `dendrogram.png`", "",
           "## Clusters", "", "| cluster | representative | clips |", "|---:|---|---|"]
     for c, rep in enumerate(reps, 1):

@@ -205,3 +205,14 @@ def test_embed_refuses_mixed_rigs_and_still_clips():
         embed([np.column_stack([t, t**2]), np.column_stack([t, t**2, t**3])], n_samples=20, coarse=8)
     with pytest.raises(ValueError, match=r"curves\[1\]"):
         embed([np.column_stack([t, t**2]), np.zeros((30, 2))], n_samples=20, coarse=8)
+
+
+def test_warping_brings_a_retimed_copy_close_where_the_shift_alone_cannot():
+    t = np.linspace(0.0, 1.0, 121)
+    warped = t + 0.12 * np.sin(2 * np.pi * t)  # the same motion, slower then faster (monotone)
+    moves = lambda u: np.column_stack([np.sin(2 * np.pi * u), np.cos(4 * np.pi * u), np.sin(6 * np.pi * u)])  # noqa: E731
+    e = embed([moves(t), moves(warped)], n_samples=121, coarse=24)
+    with_warp, shift_only = cheap_distances(e)[0, 1], cheap_distances(e, warp=False)[0, 1]
+    exact = elastic.elastic_distance(moves(t), moves(warped), closed=True, n_samples=121)
+    assert with_warp < 0.5 * shift_only
+    assert abs(with_warp - exact) < abs(shift_only - exact)
