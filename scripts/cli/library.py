@@ -123,15 +123,43 @@ def connect(scheduler: str | None, workers: int | None):
     return distributed.Client(cluster), cluster
 
 
+def checkout_on_path(client) -> None:
+    """Put this checkout's ``scripts/`` and root on the scheduler's and every worker's ``sys.path``, now
+    and on every worker that joins or restarts later (plugins): a scheduler and workers started by
+    ``dask scheduler`` / ``dask worker`` find the tasks' code at the same paths (a shared file system),
+    without PYTHONPATH."""
+    distributed = _dask()
+    paths = [str(be.REPO_ROOT / "scripts"), str(be.REPO_ROOT)]
+
+    def add_paths():
+        for path in reversed(paths):
+            if path not in sys.path:
+                sys.path.insert(0, path)
+
+    # defined here, so sent by value: the scheduler and the workers need nothing of ours to load them
+    class CheckoutOnWorkers(distributed.WorkerPlugin):
+        def setup(self, worker):
+            add_paths()
+
+    class CheckoutOnScheduler(distributed.SchedulerPlugin):  # it unpickles the task graph
+        async def start(self, scheduler):
+            add_paths()
+
+    client.register_plugin(CheckoutOnScheduler(), name="anim-signals-checkout-scheduler")
+    client.register_plugin(CheckoutOnWorkers(), name="anim-signals-checkout")
+
+
 def check_workers(client) -> dict[str, dict]:
     """Every worker's package versions (once, at the start); CliError naming the workers that lack one."""
     from .library_tasks import REQUIRED, worker_environment
 
     try:
+        checkout_on_path(client)
         found = client.run(worker_environment)
-    except Exception as ex:  # a worker that cannot even unpickle the check: the checkout is not on its path
-        raise CliError(f"the workers cannot run the library tasks ({type(ex).__name__}: {ex}): start them from "
-                       "the checkout's scripts/ folder with the project's .venv") from ex
+    except Exception as ex:  # a worker that cannot even unpickle the check: the checkout is not at this path
+        raise CliError(f"the workers cannot run the library tasks ({type(ex).__name__}: {ex}): they need this "
+                       f"checkout at the same path ({be.REPO_ROOT}, a shared file system) or on their PYTHONPATH "
+                       "(PYTHONPATH=CHECKOUT/scripts:CHECKOUT dask worker ...), in the project's .venv") from ex
     if not found:
         raise CliError("the Dask cluster has no workers: start some with 'dask worker ADDRESS --nthreads 1'")
     bad = []

@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,37 @@ def test_channels_compare_refuses_clips_of_another_rig(tmp_path):
     assert names == ["a.bvh", "b.bvh", "c.bvh"]
     with pytest.raises(CliError, match=r"c\.bvh has other rotation channels than a\.bvh .*--features BODY"):
         load_features(m, str(tmp_path), "CHANNELS")
+
+
+def test_a_scheduler_and_worker_started_elsewhere_run_the_library(tmp_path):
+    """``dask scheduler`` and ``dask worker`` started outside the checkout (no PYTHONPATH): the runner
+    puts the checkout on their paths itself (the scheduler unpickles the tasks, the workers run them)."""
+    lib = make_library(tmp_path / "lib", 3, corrupt=True)
+    dask = Path(sys.executable).parent / "dask"
+    info = tmp_path / "scheduler.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    procs = [subprocess.Popen([str(dask), "scheduler", "--host", "127.0.0.1", "--port", "0", "--dashboard-address",
+                               ":0", "--scheduler-file", str(info)], cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen([str(dask), "worker", "--scheduler-file", str(info), "--nthreads", "1",
+                                       "--nworkers", "1"], cwd=tmp_path, env=env, start_new_session=True,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        for _ in range(600):  # the scheduler writes its address when it is up
+            if info.exists() and info.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(info.read_text())["address"]
+        r = cli("library", "loop", lib, "--out", tmp_path / "out", "--scheduler", address, "--auto")
+        assert r.returncode == 1, r.stderr  # the corrupt clip
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert summary["failed"] == [CORRUPT]
+        assert sorted(n for n, e in summary["clips"].items() if e["status"] == "done") == [
+            "marches/marches_002.bvh", "walks/walks_000.bvh", "waves/waves_001.bvh"]
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=30)
