@@ -82,8 +82,10 @@ def _crash_if_asked(clip: str, where: str) -> None:
 
 
 def clip_outputs(name: str, command: str) -> list[str]:
-    """The files a clip's task writes, relative to the output folder (``clips/<name>.<ext>``)."""
-    stem = "clips/" + os.path.splitext(name)[0]
+    """The files a clip's task writes, relative to the output folder: ``clips/<name>.<ext>``, the clip's
+    name with its own extension kept (``walks/w01.bvh`` -> ``clips/walks/w01.bvh.blend``), so that
+    ``w01.bvh`` and ``w01.blend`` beside it never write the same file."""
+    stem = "clips/" + name
     exts = {"fit": (".blend", ".json"), "loop": (".blend", ".json"), "compare": (".npz", ".json"),
             "db-build": (".blend", ".json")}[command]
     return [stem + e for e in exts]
