@@ -28,6 +28,7 @@ import json
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -120,7 +121,18 @@ def connect(scheduler: str | None, workers: int | None):
     n = workers or min(os.cpu_count() or 1, 4)
     cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                        dashboard_address=":0", silence_logs=40)
-    return distributed.Client(cluster), cluster
+    client = distributed.Client(cluster)
+
+    class LeaveCtrlCToTheRunner(distributed.WorkerPlugin):  # sent by value
+        """Ctrl-C in the terminal reaches the local workers too (one process group): they ignore it and
+        are closed by the runner, which keeps what finished (no traceback from every worker)."""
+
+        def setup(self, worker):
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    client.register_plugin(LeaveCtrlCToTheRunner(), name="anim-signals-local-sigint")
+    return client, cluster
 
 
 def checkout_on_path(client) -> None:
