@@ -164,7 +164,7 @@ def section_fit(lib: Path, out: Path, workers: int, mode: str) -> dict:
 
 def section_compare(lib: Path, out: Path, workers: int, samples: int, ks: list[int], candidates: list[int]) -> dict:
     from cli.library import run_library
-    from cli.library_compare import dask_block_mapper, load_features
+    from cli.library_compare import dask_mappers, load_features
 
     from anim_signals.library import Manifest
 
@@ -189,7 +189,7 @@ def section_compare(lib: Path, out: Path, workers: int, samples: int, ks: list[i
         all_pairs = np.array([(i, j) for i in range(m) for j in range(i + 1, m)], dtype=int)
         log(f"the full matrix: {len(all_pairs)} pairs on {workers} workers ...")
         t0 = time.perf_counter()
-        values = np.concatenate(dask_block_mapper(client, quiet(1))(emb, pair_blocks(all_pairs)))
+        values = np.concatenate(dask_mappers(client, quiet(1))[0](emb, pair_blocks(all_pairs)))
         full_seconds = time.perf_counter() - t0
     finally:
         client.close()

@@ -147,7 +147,8 @@ def _warped_chords(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sqrt(prev[:, length] / length)
 
 
-def cheap_distances(embedding: Embedding, rows: Sequence[int] | None = None, *, warp: bool = True) -> np.ndarray:
+def cheap_distances(embedding: Embedding, rows: Sequence[int] | np.ndarray | None = None, *,
+                    warp: bool = True) -> np.ndarray:
     """Cheap distances between the coarse SRVs: aligned by the best circular shift (closed curves),
     then (``warp``) by dynamic time warping on the coarse grid.
 
@@ -256,13 +257,13 @@ def pair_blocks(pairs: np.ndarray, block_size: int | None = None) -> list[np.nda
     return [pairs[s:s + block_size] for s in range(0, len(pairs), block_size)]
 
 
-def pair_distances(prepared: Mapping[int, Prepared] | Sequence[Prepared], pairs: np.ndarray, *,
+def pair_distances(prepared: Embedding | Mapping[int, Prepared] | Sequence[Prepared], pairs: np.ndarray, *,
                    exact: bool = False) -> np.ndarray:
     """Exact elastic distances of the given pairs (:func:`anim_signals.manifolds.elastic.prepared_distance`).
 
     Parameters
     ----------
-    prepared : mapping or sequence of Prepared
+    prepared : Embedding, or mapping or sequence of Prepared
         Clip index -> prepared clip (a mapping may hold only the clips the pairs use).
     pairs : ndarray of int, shape (P, 2)
     exact : bool
@@ -273,8 +274,8 @@ def pair_distances(prepared: Mapping[int, Prepared] | Sequence[Prepared], pairs:
     ndarray, shape (P,)
         Radians.
     """
-    return np.array([prepared_distance(prepared[int(i)], prepared[int(j)], exact=exact) for i, j in pairs],
-                    dtype=float)
+    clips = prepared.prepared if isinstance(prepared, Embedding) else prepared
+    return np.array([prepared_distance(clips[int(i)], clips[int(j)], exact=exact) for i, j in pairs], dtype=float)
 
 
 @dataclass
@@ -448,7 +449,11 @@ BlockMapper = Callable[[Embedding, list[np.ndarray]], list[np.ndarray]]
 
 
 def _local_blocks(embedding: Embedding, blocks: list[np.ndarray]) -> list[np.ndarray]:
-    return [pair_distances(embedding.prepared, b) for b in blocks]
+    return [pair_distances(embedding, b) for b in blocks]
+
+
+def _local_rows(embedding: Embedding, rows: list[np.ndarray]) -> list[np.ndarray]:
+    return [cheap_distances(embedding, r) for r in rows]
 
 
 def representative_matrix(embedding: Embedding, reps: Sequence[int], known: Mapping[tuple[int, int], float],
@@ -477,7 +482,7 @@ def representative_matrix(embedding: Embedding, reps: Sequence[int], known: Mapp
 def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: int | None = None,
                     closed: bool = True, n_samples: int = 100, coarse: int = 24,
                     n_clusters: int | None = None, block_size: int | None = None,
-                    map_blocks: BlockMapper | None = None) -> LibraryComparison:
+                    map_blocks: BlockMapper | None = None, map_rows: BlockMapper | None = None) -> LibraryComparison:
     """k-NN graph, clusters and representatives of a library, exact distances only for candidates.
 
     Parameters
@@ -497,6 +502,9 @@ def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: 
     map_blocks : callable, optional
         ``map_blocks(embedding, blocks) -> [distances per block]``: where the blocks run (default None: here,
         one after the other; a distributed runner passes its own).
+    map_rows : callable, optional
+        ``map_rows(embedding, row_blocks) -> [cheap_distances(embedding, rows) per block]`` (default: here):
+        the cheap distances of all pairs, O(m^2), by blocks of 64 rows.
 
     Returns
     -------
@@ -518,9 +526,10 @@ def compare_library(curves: Sequence[np.ndarray], *, k: int = 10, n_candidates: 
     """
     k = positive_int("k", k)
     map_blocks = map_blocks or _local_blocks
+    map_rows = map_rows or _local_rows
     embedding = embed(curves, n_samples=n_samples, closed=closed, coarse=coarse)
     m = embedding.size
-    cheap = np.vstack([cheap_distances(embedding, range(s, min(s + 64, m))) for s in range(0, m, 64)])
+    cheap = np.vstack(map_rows(embedding, [np.arange(s, min(s + 64, m)) for s in range(0, m, 64)]))
     cheap = np.minimum(cheap, cheap.T)
     pairs = propose_pairs(cheap, n_candidates or default_candidates(k))
     blocks = pair_blocks(pairs, block_size)

@@ -69,27 +69,38 @@ def load_features(manifest, out: str, features: str) -> tuple[list[str], list[np
     return names, curves
 
 
-def dask_block_mapper(client, echo):
-    """``map_blocks`` for :func:`anim_signals.library.compare_library`: each block of pairs one task, the
-    prepared clips scattered to the workers once."""
-    from anim_signals.library import pair_distances
+def dask_mappers(client, echo):
+    """``map_blocks`` and ``map_rows`` for :func:`anim_signals.library.compare_library`: each block of
+    pairs (exact distances) and of rows (cheap distances) one task, the embedding scattered to every
+    worker once."""
+    from anim_signals.library import cheap_distances, pair_distances
 
     scattered: dict[int, object] = {}
 
-    def map_blocks(embedding, blocks):
+    def on_cluster(embedding):
         key = id(embedding)
         if key not in scattered:
             scattered.clear()
-            scattered[key] = client.scatter(embedding.prepared, broadcast=True)
-        futures = [client.submit(pair_distances, scattered[key], b, pure=False) for b in blocks]
+            scattered[key] = client.scatter(embedding, broadcast=True)
+        return scattered[key]
+
+    def gather(futures, what):
         results = []
         for i, f in enumerate(futures, 1):
             results.append(f.result())
             if i == len(futures) or i % max(1, len(futures) // 10) == 0:
-                echo(f"  exact distances: block {i}/{len(futures)}")
+                echo(f"  {what}: block {i}/{len(futures)}")
         return results
 
-    return map_blocks
+    def map_blocks(embedding, blocks):
+        emb = on_cluster(embedding)
+        return gather([client.submit(pair_distances, emb, b, pure=False) for b in blocks], "exact distances")
+
+    def map_rows(embedding, rows):
+        emb = on_cluster(embedding)
+        return gather([client.submit(cheap_distances, emb, r, pure=False) for r in rows], "cheap distances")
+
+    return map_blocks, map_rows
 
 
 def compare_step(client, manifest, out: str, opts: Mapping, echo) -> dict:
@@ -111,7 +122,8 @@ def compare_step(client, manifest, out: str, opts: Mapping, echo) -> dict:
         r = compare_library(curves, k=k, n_candidates=int(opts["candidates"]) or None, closed=bool(opts["closed"]),
                             n_samples=int(opts["n_samples"]), coarse=min(int(opts["coarse"]), int(opts["n_samples"]) - 1),
                             n_clusters=int(opts["clusters"]) or None,
-                            map_blocks=dask_block_mapper(client, echo) if client is not None else None)
+                            **(dict(zip(("map_blocks", "map_rows"), dask_mappers(client, echo)))
+                               if client is not None else {}))
     except ValueError as ex:
         raise failed(f"cannot compare: {ex}") from ex
     seconds = time.perf_counter() - t0
