@@ -3,7 +3,8 @@
 # when its requirements file (or the Python used) changed since the last successful bootstrap.
 #
 #   .venv/      bpy 5.0.1 + numpy 1.26.4, scipy, scikit-learn, cma, pytest, hypothesis, ruff, mypy,
-#               fake-bpy-module, matplotlib           (scripts/requirements-5.0.txt)
+#               fake-bpy-module, matplotlib, dask + distributed + bokeh (library runner only)
+#                                                     (scripts/requirements-5.0.txt)
 #   .venv-4.2/  bpy 4.2 LTS (latest 4.2.x) + numpy 1.26.4, scipy, scikit-learn, cma, pytest, hypothesis
 #                                                     (scripts/requirements-4.2.txt)
 #   .venv-oracle/ fdasrsf 2.7.3 + numpy 2.2.6, the test oracle for SRV distances (no bpy)
