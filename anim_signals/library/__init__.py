@@ -5,7 +5,7 @@
 ``manifest``       :class:`Manifest`: per clip the content hash, options, result or error and outputs,
                    saved atomically; :meth:`Manifest.plan` tells a rerun what to skip and what to redo
 ``neighbours``     :func:`compare_library`: k-nearest-neighbour graph, clusters and representatives
-                   with exact elastic distances only for cheap candidates (FFT-aligned coarse SRVs);
+                   with exact elastic distances only for cheap candidates (coarse SRVs aligned by an FFT shift and time warping);
                    :func:`knn_recall` against the full matrix
 ``generated``      :func:`write_library`: generated humanoid BVH clips for tests and examples
 =================  ==========================================================================

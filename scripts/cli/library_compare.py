@@ -1,7 +1,7 @@
 """``library compare``'s last step: the k-NN graph, clusters and dendrogram of every clip's features.
 
 The per-clip features (``OUT/clips/<clip>.npz``, written by the tasks) are embedded here
-(:func:`anim_signals.library.embed`), candidates proposed by the cheap FFT-aligned distance, and the
+(:func:`anim_signals.library.embed`), candidates proposed by the cheap distance (coarse SRVs, FFT shift + time warping), and the
 exact elastic distances of the candidate pairs computed on the cluster in blocks (the prepared clips
 scattered to every worker once). Writes ``OUT/neighbours.json``, ``OUT/compare.md`` and
 ``OUT/dendrogram.png`` (the clusters' representatives); skipped when the inputs and options are those of
