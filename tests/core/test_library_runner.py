@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from anim_signals.library import find_clips, write_library
+from anim_signals.library import find_clips, humanoid_bvh, write_library
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "scripts" / "anim_signals_cli.py"
@@ -274,3 +274,20 @@ def test_a_scheduler_and_worker_started_elsewhere_run_the_library(tmp_path):
             except ProcessLookupError:
                 pass
             p.wait(timeout=30)
+
+
+def test_blend_clips_beside_bvh_clips_of_the_same_name(tmp_path):
+    """A .blend with an action is a clip too; w.bvh and w.blend in one folder keep separate outputs."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "walk.bvh").write_text(humanoid_bvh(frames=40))
+    r = cli("fit", lib / "walk.bvh", "--mode", "LATENT", "--out", lib / "walk.blend")  # a .blend holding an action
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    s = runner()("loop", str(lib), str(out), workers=1, options={"auto": True}, echo=lambda line: None)
+    assert s.failed == [] and sorted(s.processed) == ["walk.blend", "walk.bvh"]
+    outputs = sorted(rel for e in s.clips.values() for rel in e["outputs"])
+    assert outputs == ["clips/walk.blend.blend", "clips/walk.blend.json", "clips/walk.bvh.blend", "clips/walk.bvh.json"]
+    # the .blend's assigned action is the fitted copy: that is what got looped
+    assert s.clips["walk.blend"]["result"]["objects"][0]["action_name"] == "walk.fit.loop"
+    assert s.clips["walk.bvh"]["result"]["objects"][0]["action_name"] == "walk.loop"
