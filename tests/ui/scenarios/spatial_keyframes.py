@@ -49,40 +49,45 @@ def toggle_panel_below(area, sidebar, below_y: float, redraws: RegionDraws, head
                        close: bool = False) -> Iterator[Wait]:
     """Open (``close``: close) the Spatial Keyframes panel by a real click on its header, clicking
     down the sidebar from ``below_y`` (under the Pose Space panel's last button) in half-row steps.
-    The other panels in between are closed, so a click lands on a header or between panels; a click
-    that opens another panel is undone by a second click at the same spot (the header has not moved).
-    Appends the header's y (region pixels) to ``header`` when the panel opened (closed)."""
+    Which panels are open is read from their draws over a few sidebar redraws before and after each
+    click (the clicks go at most 16 half rows down); a click that toggled another panel is undone by a second click at the same spot (the
+    header has not moved). Stops at a click that ran an operator (a button, not a header). Appends
+    the header's y (region pixels) to ``header`` when the panel opened (closed)."""
     watched = {name: PanelDraws(name) for name in SIGNALS_PANELS if hasattr(bpy.types, name)}
     ran = bpy.context.window_manager.operators
+
+    def observe(what: str) -> Iterator[Wait]:
+        """Count each panel's draws afresh over the next redraws (twice: a panel closing is still
+        drawn while Blender animates it shut, so the second window is the settled state)."""
+        for _ in range(2):
+            for w in watched.values():
+                w.count = 0
+            yield redraws.after(area, what, 3)
+
+    def drawn() -> set:
+        return {name for name, w in watched.items() if w.count > 0}
+
     try:
-        yield redraws.after(area, "sidebar drawn before the click on the header")
         step = 10.0 * ui_scale()
         y = below_y
-        while y > step:
+        # the header lies a few headers below: never click on down into the viewport under the sidebar
+        while y > max(step, below_y - 16 * step):
+            yield from observe("sidebar drawn before a click")
+            before = drawn()
             last = ran[-1].bl_idname if len(ran) else ""
-            counts = {name: w.count for name, w in watched.items()}
-            watched[PANEL].count = 0
             move_mouse(sidebar, sidebar.width * 0.4, y)
             xdotool("click", "1")
-            yield redraws.after(area, "sidebar drawn after a click", 3)
+            yield from observe("sidebar drawn after a click")
+            after = drawn()
             if (ran[-1].bl_idname if len(ran) else "") != last:  # a button, not a header: stop clicking
                 check("the clicks down the sidebar hit only headers", False, f"a click ran {ran[-1].bl_idname}")
                 break
-            if close:
-                watched[PANEL].count = 0
-                yield redraws.after(area, "sidebar drawn again", 3)
-                if watched[PANEL].count == 0:
-                    header.append(y)
-                    break
-            opened = [name for name, w in watched.items() if counts[name] == 0 and w.count > 0 and name != PANEL]
-            if not close and watched[PANEL].count > 0 and counts[PANEL] == 0:
+            if PANEL in (before - after if close else after - before):
                 header.append(y)
                 break
-            if opened:  # another closed panel's header: close it again
+            if (before ^ after) - {PANEL}:  # another panel's header: toggle it back
                 xdotool("click", "1")
-                yield redraws.after(area, "sidebar drawn after closing a panel again", 3)
-                for w in watched.values():
-                    w.count = 0
+                yield from observe("sidebar drawn after toggling a panel back")
             y -= step
         move_mouse(sidebar, sidebar.width * 0.5, sidebar.height * 0.5)  # no tooltip on the header
     finally:
