@@ -88,3 +88,29 @@ def pose_matrices(ob) -> np.ndarray:
 def quaternions_of(matrices: np.ndarray) -> np.ndarray:
     xyzw = Rotation.from_matrix(matrices.reshape(-1, 3, 3)).as_quat()
     return np.concatenate([xyzw[:, 3:], xyzw[:, :3]], axis=1).reshape(*matrices.shape[:-2], 4)
+
+
+def bone_state(ob) -> np.ndarray:
+    """Every pose bone's location, rotations (all modes) and scale, as stored (float32)."""
+    out = []
+    for attr, size in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
+                       ("rotation_axis_angle", 4), ("scale", 3)):
+        buf = np.empty(len(ob.pose.bones) * size, dtype=np.float32)
+        ob.pose.bones.foreach_get(attr, buf)
+        out.append(buf)
+    return np.concatenate(out)
+
+
+def linked_copy(ob, folder, scene):
+    """``ob`` written to a library in ``folder``, removed here, linked back from the library into
+    ``scene`` and made active (read-only data); returns the linked object."""
+    name = ob.name
+    lib = str(folder / f"{name}_lib.blend")
+    bpy.data.libraries.write(lib, {ob}, fake_user=True)
+    bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = [name]
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    bpy.context.view_layer.objects.active = linked
+    return linked

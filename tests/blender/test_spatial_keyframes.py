@@ -26,7 +26,15 @@ from _bl_helpers import (
     shared_data,
     snapshot_all,
 )
-from _sk_helpers import make_walk, matrices_of_values, pose_matrices, quaternions_of, rotation_prop, run
+from _sk_helpers import (
+    linked_copy,
+    make_walk,
+    matrices_of_values,
+    pose_matrices,
+    quaternions_of,
+    rotation_prop,
+    run,
+)
 
 PROP = "anim_signals_spatial_keyframes"
 
@@ -311,14 +319,7 @@ def test_scale_and_child_location_animation_are_refused(scene, sk):
 
 def test_linked_armature_is_refused(scene, sk, tmp_path):
     ob, _, _ = make_walk(sk, "LinkedWalker", n_frames=20)
-    lib = str(tmp_path / "walker_lib.blend")
-    bpy.data.libraries.write(lib, {ob}, fake_user=True)
-    bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["LinkedWalker"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
-    bpy.context.view_layer.objects.active = linked
+    linked_copy(ob, tmp_path, scene)
     _refused("linked from library", key_mode="COUNT", count=4)
     _refused("linked from library", "compact_action", key_mode="COUNT", count=4)
 

@@ -21,7 +21,7 @@ import bpy
 import numpy as np
 import pytest
 from _bl_helpers import FakeLayout, assert_refused, assert_same_state, ext_module, snapshot_all
-from _sk_helpers import make_walk, pose_matrices, quaternions_of, run
+from _sk_helpers import bone_state, linked_copy, make_walk, pose_matrices, quaternions_of, run
 from test_pose_space_canvas import RECT, ev, fake_op
 
 N_FRAMES = 60
@@ -53,15 +53,6 @@ def build(sk, pc, name: str = "Walker", n_frames: int = N_FRAMES, count: int = C
     return ob, expected, core
 
 
-def bone_state(ob) -> np.ndarray:
-    """Every pose bone's location, rotations (all modes) and scale, as stored (float32)."""
-    out = []
-    for attr, size in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
-                       ("rotation_axis_angle", 4), ("scale", 3)):
-        buf = np.empty(len(ob.pose.bones) * size, dtype=np.float32)
-        ob.pose.bones.foreach_get(attr, buf)
-        out.append(buf)
-    return np.concatenate(out)
 
 
 def free_point(markers: np.ndarray, trajectory: np.ndarray) -> np.ndarray:
@@ -369,14 +360,7 @@ def test_no_model_or_a_model_that_no_longer_fits_is_refused(scene, skf, sk, pc):
 
 def test_linked_armature_is_refused(scene, skf, sk, pc, tmp_path):
     ob, _, core = build(sk, pc, "LinkedWalker", n_frames=30, count=4)
-    lib = str(tmp_path / "walker_lib.blend")
-    bpy.data.libraries.write(lib, {ob}, fake_user=True)
-    bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["LinkedWalker"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
-    bpy.context.view_layer.objects.active = linked
+    linked = linked_copy(ob, tmp_path, scene)
     p = tuple(core.markers[0])
     refused(linked, "spatial_keyframes_navigate", "linked from library", position=p)
     refused(linked, "spatial_keyframes_move_marker", "linked from library", index=0,

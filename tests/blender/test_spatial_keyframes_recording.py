@@ -16,7 +16,15 @@ import bpy
 import numpy as np
 import pytest
 from _bl_helpers import assert_refused, assert_same_state, ext_module, fcurves_of, snapshot_all
-from _sk_helpers import make_walk, matrices_of_values, pose_matrices, rotation_prop, run
+from _sk_helpers import (
+    bone_state,
+    linked_copy,
+    make_walk,
+    matrices_of_values,
+    pose_matrices,
+    rotation_prop,
+    run,
+)
 from test_pose_space_canvas import RECT, ev, fake_op
 
 PROP = "anim_signals_spatial_keyframes"
@@ -256,14 +264,7 @@ def test_linked_armature_is_refused(scene, skf, sk, tmp_path, op):
     ob, _, _ = make_walk(sk, "LinkedWalker", n_frames=30)
     assert run("spatial_keyframes_from_action", key_mode="COUNT", count=4) == {"FINISHED"}
     markers = skf.load_model(ob).clip.markers
-    lib = str(tmp_path / "walker_lib.blend")
-    bpy.data.libraries.write(lib, {ob}, fake_user=True)
-    bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["LinkedWalker"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
-    bpy.context.view_layer.objects.active = linked
+    linked_copy(ob, tmp_path, scene)
     kwargs = {"stroke": _stroke(markers[:2]), "frames": 5} if op.endswith("record") else {}
     assert_refused(lambda: run(op, **kwargs), "linked from library")
 
@@ -273,14 +274,6 @@ def test_linked_armature_is_refused(scene, skf, sk, tmp_path, op):
 # ----------------------------------------------------------------------------------------------
 
 
-def _bone_state(ob) -> np.ndarray:
-    out = []
-    for attr, size in (("location", 3), ("rotation_quaternion", 4), ("rotation_euler", 3),
-                       ("rotation_axis_angle", 4), ("scale", 3)):
-        buf = np.empty(len(ob.pose.bones) * size, dtype=np.float32)
-        ob.pose.bones.foreach_get(attr, buf)
-        out.append(buf)
-    return np.concatenate(out)
 
 
 def test_modal_recording_follows_the_cursor_escape_restores_release_writes(scene, skf, sk, rec, monkeypatch):
@@ -290,7 +283,7 @@ def test_modal_recording_follows_the_cursor_escape_restores_release_writes(scene
     pixels = view.to_pixels(model.clip.markers)
     ctx = bpy.context
     state = snapshot_all()
-    bones = _bone_state(ob)
+    bones = bone_state(ob)
     op = fake_op("spatial_keyframes_record", ob, model.shown, frames=16)
     assert op.modal(ctx, ev("MOUSEMOVE", xy=pixels[0])) == {"PASS_THROUGH"}  # waiting for a press
     assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", pixels[0])) == {"RUNNING_MODAL"} and op._dragging
@@ -306,7 +299,7 @@ def test_modal_recording_follows_the_cursor_escape_restores_release_writes(scene
     assert st.stroke.shape == (3, 2) and st.stroke[-1][0] == pytest.approx(edge)
     assert op.modal(ctx, ev("ESC", "PRESS")) == {"CANCELLED"}
     assert st.stroke is None and st.cursor is None
-    np.testing.assert_array_equal(_bone_state(ob), bones)
+    np.testing.assert_array_equal(bone_state(ob), bones)
     assert_same_state(state, snapshot_all())
 
     # timed by the clock: 0.5 s from marker 1 to marker 3 at 24 fps
@@ -325,12 +318,12 @@ def test_modal_recording_follows_the_cursor_escape_restores_release_writes(scene
     assert pc.state_of(ob, pc.SPATIAL_KEYFRAMES).stroke is None
 
     # a press and release on one spot records nothing and puts the pose back
-    state, bones = snapshot_all(), _bone_state(ob)
+    state, bones = snapshot_all(), bone_state(ob)
     op = fake_op("spatial_keyframes_record", ob, model.shown, frames=10)
     assert op.modal(ctx, ev("LEFTMOUSE", "PRESS", pixels[2])) == {"RUNNING_MODAL"}
     assert op.modal(ctx, ev("LEFTMOUSE", "RELEASE", pixels[2])) == {"CANCELLED"}
     assert any("no length" in msg for _, msg in op.reports)
-    np.testing.assert_array_equal(_bone_state(ob), bones)
+    np.testing.assert_array_equal(bone_state(ob), bones)
     assert_same_state(state, snapshot_all())
 
 
