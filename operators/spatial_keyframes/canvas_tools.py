@@ -71,15 +71,16 @@ def _has_model(ob) -> bool:
     return ob is not None and ob.type == "ARMATURE" and PROP in ob.keys()
 
 
-def poll_model(cls, context) -> bool:
-    """Operator poll: the active object is an armature with spatial keyframes and the canvas shows
-    them (else a poll message says why not). The model itself is checked by the operator."""
+def poll_model(cls, context, *, on_canvas: bool = True) -> bool:
+    """Operator poll: the active object is an armature with spatial keyframes and (``on_canvas``)
+    the canvas shows them (else a poll message says why not). The model itself is checked by the
+    operator."""
     if not has_active_object(cls, context):
         return False
     if not _has_model(context.active_object):
         cls.poll_message_set(NO_MODEL)
         return False
-    if _shows_other(context):
+    if on_canvas and _shows_other(context):
         cls.poll_message_set(SHOWS_POSE_SPACE)
         return False
     return True

@@ -52,7 +52,6 @@ from ..blender_data.actions import (
 from ..blender_data.armatures import key_held_locations
 from ..blender_data.bone_rotations import BoneRotations, read_bone_rotations, write_rotation_curves
 from ..blender_data.fcurves import KeyframeError
-from ..common.polls import has_active_object
 from ..common.transaction import current_transaction, transaction, transactional
 from ..pose_space.canvas_state import SPATIAL_KEYFRAMES, checked_stroke, state_of, tag_redraw
 from ..pose_space.canvas_tools import HELD, TOOL_KEYS, CanvasDrag
@@ -270,21 +269,6 @@ def play_back(ob: Any, scene: Any) -> PlayBack:
 # ----------------------------------------------------------------------------------------------
 
 
-def _poll_model(cls, context) -> bool:
-    """Operator poll: the active object has a usable model (whatever the canvas shows)."""
-    if not has_active_object(cls, context):
-        return False
-    try:
-        model = load_model(context.active_object)
-    except ModelDataError as err:
-        cls.poll_message_set(str(err))
-        return False
-    if model is None:
-        cls.poll_message_set(f'"{context.active_object.name}" has no spatial keyframes: build them first')
-        return False
-    return True
-
-
 class ANIM_SIGNALS_OT_spatial_keyframes_record(CanvasDrag, bpy.types.Operator):
     """Record a motion by dragging the cursor among the markers (or from a given stroke): the pose under the cursor over time becomes a new action "<action>.sk" (rotations only: the root bone holds its location)"""
 
@@ -407,7 +391,7 @@ class ANIM_SIGNALS_OT_spatial_keyframes_play_back(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return _poll_model(cls, context)
+        return poll_model(cls, context, on_canvas=False)  # plays whatever the canvas shows
 
     @transactional
     def execute(self, context):

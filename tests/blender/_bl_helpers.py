@@ -414,3 +414,18 @@ class FakeLayout:
                 calls.append(("set", key, value))
 
         return _Props()
+
+
+def linked_copy(ob, folder, scene):
+    """``ob`` written to a library in ``folder``, removed here, linked back from the library into
+    ``scene`` and made active (read-only data); returns the linked object."""
+    name = ob.name
+    lib = str(folder / f"{name}_lib.blend")
+    bpy.data.libraries.write(lib, {ob}, fake_user=True)
+    bpy.data.objects.remove(ob)
+    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
+        dst.objects = [name]
+    linked = dst.objects[0]
+    scene.collection.objects.link(linked)
+    bpy.context.view_layer.objects.active = linked
+    return linked

@@ -23,6 +23,7 @@ from _bl_helpers import (
     ext_module,
     fcurves_of,
     key_array,
+    linked_copy,
     make_armature,
     snapshot_all,
 )
@@ -300,15 +301,7 @@ def test_canvas_tools_take_subnormal_and_small_positions(scene, psd, tmp_path):
 
 def test_canvas_edit_on_a_linked_pose_space_is_refused(scene, psd, tmp_path):
     ps_ob, _ = make_space(psd, tmp_path)
-    lib = str(tmp_path / "ps_lib.blend")
-    bpy.data.libraries.write(lib, {ps_ob}, fake_user=True)
-    name = ps_ob.name
-    bpy.data.objects.remove(ps_ob)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = [name]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
-    bpy.context.view_layer.objects.active = linked
+    linked_copy(ps_ob, tmp_path, scene)
     for name, settings in (("pose_space_edit_time", dict(index=1, position=(0.1, 0.1))),
                            ("pose_space_pin", dict(frame=1, position=(0.1, 0.1))),
                            ("pose_space_sketch", dict(stroke=_stroke((0.0, 0.0), (0.2, 0.1))))):

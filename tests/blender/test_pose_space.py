@@ -25,6 +25,7 @@ from _bl_helpers import (
     ext_module,
     fcurves_of,
     keyed,
+    linked_copy,
     make_armature,
     shared_data,
     snapshot_all,
@@ -690,27 +691,12 @@ def test_contradicting_pins(scene, psd, tmp_path):
 def test_linked_data_is_read_only(scene, psd, tmp_path):
     # an armature linked from a library cannot hold the pose space
     ob, _, _ = make_armature("LinkedRig", n_frames=12)
-    lib = str(tmp_path / "rig_lib.blend")
-    bpy.data.libraries.write(lib, {ob}, fake_user=True)
-    bpy.data.objects.remove(ob)
-    with bpy.data.libraries.load(lib, link=True) as (_src, dst):
-        dst.objects = ["LinkedRig"]
-    linked = dst.objects[0]
-    scene.collection.objects.link(linked)
-    bpy.context.view_layer.objects.active = linked
+    linked_copy(ob, tmp_path, scene)
     _refused("linked from library")
     # a pose-space object linked from a library cannot be baked or resampled
     cyl, _ = make_cached_cylinder(tmp_path, n=8)
     ps_ob, _, _ = psd.build(cyl, exact=True)
-    lib2 = str(tmp_path / "ps_lib.blend")
-    bpy.data.libraries.write(lib2, {ps_ob}, fake_user=True)
-    name = ps_ob.name
-    bpy.data.objects.remove(ps_ob)
-    with bpy.data.libraries.load(lib2, link=True) as (_src, dst2):
-        dst2.objects = [name]
-    linked_ps = dst2.objects[0]
-    scene.collection.objects.link(linked_ps)
-    bpy.context.view_layer.objects.active = linked_ps
+    linked_copy(ps_ob, tmp_path, scene)
     _refused("linked from library", "pose_space_bake")
     _refused("linked from library", "pose_space_resample", speed=0.5)
 

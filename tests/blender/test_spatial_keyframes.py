@@ -23,11 +23,11 @@ from _bl_helpers import (
     ext_module,
     fcurves_of,
     keyed,
+    linked_copy,
     shared_data,
     snapshot_all,
 )
 from _sk_helpers import (
-    linked_copy,
     make_walk,
     matrices_of_values,
     pose_matrices,

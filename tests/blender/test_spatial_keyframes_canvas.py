@@ -20,8 +20,8 @@ import types
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import FakeLayout, assert_refused, assert_same_state, ext_module, snapshot_all
-from _sk_helpers import bone_state, linked_copy, make_walk, pose_matrices, quaternions_of, run
+from _bl_helpers import FakeLayout, assert_refused, assert_same_state, ext_module, linked_copy, snapshot_all
+from _sk_helpers import bone_state, make_walk, pose_matrices, quaternions_of, run
 from test_pose_space_canvas import RECT, ev, fake_op
 
 N_FRAMES = 60

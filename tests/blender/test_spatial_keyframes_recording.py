@@ -15,10 +15,9 @@ import math
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import assert_refused, assert_same_state, ext_module, fcurves_of, snapshot_all
+from _bl_helpers import assert_refused, assert_same_state, ext_module, fcurves_of, linked_copy, snapshot_all
 from _sk_helpers import (
     bone_state,
-    linked_copy,
     make_walk,
     matrices_of_values,
     pose_matrices,
