@@ -20,6 +20,35 @@ UI_DISPLAY="${ANIM_SIGNALS_UI_DISPLAY:-:99}"
 if [[ "$(id -u)" -ne 0 ]]; then
     echo "skipped: the UI tests need root (chroot and bind mounts into the cached UI root)"; exit 77
 fi
+# One UI run at a time on this machine: the root, its mounts and the display are shared. The lock is
+# released by the kernel when its holder dies, so a run that was killed never blocks the next one.
+LOCK_FILE="${ANIM_SIGNALS_UI_ROOT:-$HOME/.cache/anim_signals/ui-root}.lock"
+mkdir -p "$(dirname "$LOCK_FILE")"
+exec 9>"$LOCK_FILE"
+if ! flock -n 9; then
+    echo "another UI run holds $LOCK_FILE: waiting for it (at most $UI_TIMEOUT s)"
+    flock -w "$UI_TIMEOUT" 9 || { echo "the other UI run did not finish within $UI_TIMEOUT s" >&2; exit 1; }
+fi
+UI_ROOT="${ANIM_SIGNALS_UI_ROOT:-$HOME/.cache/anim_signals/ui-root}"
+# Holding the lock, anything still running in the root or mounted under it was left by a run that was
+# killed before its cleanup (SIGKILL, a lost session): stop it and unmount, deepest mount first.
+clear_leftovers() {
+    local pid root mounts m
+    for pid in /proc/[0-9]*; do
+        pid="${pid#/proc/}"
+        root="$(readlink "/proc/$pid/root" 2>/dev/null)" || continue
+        if [[ "$root" == "$UI_ROOT" ]]; then
+            echo "stopping process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-60)) left in the UI root"
+            kill -9 "$pid" 2>/dev/null
+        fi
+    done
+    mounts="$(awk -v r="$UI_ROOT" 'index($2, r "/") == 1 {print $2}' /proc/mounts | sort -r)"
+    for m in $mounts; do
+        echo "unmounting $m, left mounted by an earlier UI run"
+        umount "$m" 2>/dev/null || umount -l "$m"
+    done
+}
+clear_leftovers
 UI_ROOT="$(bash "$HERE/prepare_root.sh" | tail -1)"
 rc=${PIPESTATUS[0]}
 if [[ $rc -eq 77 ]]; then echo "$UI_ROOT"; exit 77; fi
@@ -46,11 +75,6 @@ bind() {  # bind <host path> <path inside the root> [ro]
     if [[ "${3:-}" == ro ]]; then mount -o remount,bind,ro "$UI_ROOT$2"; fi
 }
 
-for d in /proc /sys /dev /dev/pts; do
-    if grep -q " $UI_ROOT$d " /proc/mounts; then
-        echo "$UI_ROOT$d is already mounted: is another UI run going on?" >&2; exit 1
-    fi
-done
 rm -rf "$OUT"
 mkdir -p "$OUT"
 bind /proc /proc
