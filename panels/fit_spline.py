@@ -29,19 +29,25 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
         col.prop(s, "target")
         col.prop(s, "channels")
         col.prop(s, "mode")
-        col.prop(s, "continuity")
+        spline = s.mode != "FEWEST"  # the spline settings do not apply to Fewest Keys
+        sub = col.column()
+        sub.active = spline
+        sub.prop(s, "continuity")
         col = layout.column(align=True)
         col.prop(s, "max_error_rotation", text="Max Error Rotation")
         col.prop(s, "max_error_location", text="Location")
         col.prop(s, "max_error_other", text="Other")
-        layout.prop(s, "snap_to_frames")
-        layout.prop(s, "free_handles")
+        col = layout.column()
+        col.active = spline
+        col.prop(s, "snap_to_frames")
+        col.prop(s, "free_handles")
         layout.prop(s, "keep_original")
 
         header, body = layout.panel("anim_signals_fit_advanced", default_closed=True)
         header.label(text="Optimiser")
         if body is not None:
             col = body.column()
+            col.active = spline
             col.prop(s, "internal_knots")
             col.prop(s, "degree")
             col.prop(s, "population")
@@ -64,6 +70,7 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
         pct = 100.0 * r.keys_after / max(r.keys_before, 1)
         col.label(text=f"Keys: {r.keys_before} \u2192 {r.keys_after} ({pct:.1f}%)")
         col.label(text=f"Curves: {r.curves}   Mode: {r.mode_used}")
+        col.label(text=f"Keyed frames: {r.keyed_frames}   Broken handles: {r.broken_keys}")
         col.label(text=f"E_D: {r.distortion:.3g}")
         if r.max_rotation_deg or r.rms_rotation_deg:
             col.label(text=f"Rotation: RMS {r.rms_rotation_deg:.3g}\u00b0, max {r.max_rotation_deg:.3g}\u00b0")

@@ -23,26 +23,33 @@ bspline
     Clamped knot vectors, banded bases for many knot vectors at once, least squares,
     evaluation, conversion to Bezier keys.
 bezier
-    Blender-style Bezier keys: Hermite keys, key repair and pruning.
+    Blender-style Bezier keys: Hermite keys, key repair and pruning, broken-handle counts.
+fewest_keys
+    The fewest keys per channel, every segment with its own free handles (the Fit Spline
+    operator's default): :func:`fewest_keys`, a shortest path over key positions.
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
+from .fewest_keys import FewestKeys, fewest_keys, iter_fewest_keys
 from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
 
 __all__ = [
     "BezierCurve",
     "ChannelsFit",
+    "FewestKeys",
     "FitCancelled",
     "SplineModel",
     "constant_curve",
     "distortion",
+    "fewest_keys",
     "fit_channels",
     "fit_latent_spline",
     "fit_uniform_spline",
     "hermite_keys",
     "interpolating_curve",
+    "iter_fewest_keys",
     "iter_fit_channels",
     "prune_keys",
     "repair_keys",

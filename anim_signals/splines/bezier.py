@@ -14,7 +14,7 @@ import numpy as np
 
 from .bspline import BezierCurve
 
-__all__ = ["hermite_keys", "prune_keys", "repair_keys", "segment_values"]
+__all__ = ["broken_handles", "hermite_keys", "prune_keys", "repair_keys", "segment_values"]
 
 # Handle lengths tried, as fractions of the segment: a + b <= 1 so Blender never rescales them.
 _STEPS = np.arange(1, 12) / 12.0
@@ -22,6 +22,40 @@ _ALPHA, _BETA = np.meshgrid(_STEPS, _STEPS, indexing="ij")
 _PAIRS = (_ALPHA + _BETA) <= 1.0 + 1e-12
 GRID_A = _ALPHA[_PAIRS]
 GRID_B = _BETA[_PAIRS]
+
+
+def broken_handles(curve: BezierCurve, *, angle_deg: float = 0.5) -> int:
+    """Inner keys whose two handles do not point the same way (a corner an animator sees).
+
+    Parameters
+    ----------
+    curve : BezierCurve
+    angle_deg : float
+        Handles within this angle of a straight line through the key count as aligned. The
+        angle is taken in the curve's own (frame, value) units, as the Graph Editor shows them at
+        an equal scale.
+
+    Returns
+    -------
+    int
+        Broken keys, the first and the last key not counted.
+
+    Examples
+    --------
+    >>> co = np.array([[0.0, 0.0], [10.0, 1.0], [20.0, 0.0]])
+    >>> left = co - [[3.0, 0.0], [3.0, 0.3], [3.0, 0.0]]
+    >>> right = co + [[3.0, 0.0], [3.0, -0.3], [3.0, 0.0]]
+    >>> broken_handles(BezierCurve(co, left, right, np.array(["FREE"] * 3)))
+    1
+    """
+    if curve.n_keys < 3:
+        return 0
+    into = curve.co[1:-1] - curve.handle_left[1:-1]
+    out = curve.handle_right[1:-1] - curve.co[1:-1]
+    cross = into[:, 0] * out[:, 1] - into[:, 1] * out[:, 0]
+    dot = np.einsum("ij,ij->i", into, out)
+    angle = np.degrees(np.abs(np.arctan2(cross, dot)))
+    return int(np.count_nonzero(angle > angle_deg))
 
 
 def segment_values(

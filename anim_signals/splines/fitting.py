@@ -24,6 +24,7 @@ import numpy as np
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
+from .fewest_keys import iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (
     PCA_RESIDUAL_SHARE,
@@ -60,7 +61,7 @@ DEFAULT_CHANNEL_ITERATIONS = 20
 TOLERANCE_SLACK = 1e-6
 FREE_HANDLES_PROGRESS = 0.99
 
-MODES = ("AUTO", "LATENT", "PER_CHANNEL")
+MODES = ("FEWEST", "AUTO", "LATENT", "PER_CHANNEL")
 # Knot multiplicities tried per continuity: 1 = simple knots (C2), 2 = double knots (C1 keys).
 MULTIPLICITIES: dict[str, tuple[int, ...]] = {"C2": (1,), "C1": (2,), "AUTO": (1, 2)}
 
@@ -355,6 +356,14 @@ def _iter_fit(
     free_handles: bool,
 ) -> Generator[float, None, ChannelsFit]:
     values, frames, tau = samples
+    if mode == "FEWEST":
+        # Every segment its own free handles, keys on samples (fewest_keys); the spline settings
+        # (knots, degree, continuity, CMA-ES) do not apply.
+        found = yield from iter_fewest_keys(values, frames, tol)
+        for j, curve in enumerate(found.curves):
+            for part in (curve.co, curve.handle_left, curve.handle_right):
+                finite_result(f"the keys of channel {j}", part)
+        return _summary(found.curves, "FEWEST", values, frames, tol)
     snap = snap_grid(frames, tau) if snap_to_frames else None
     moving = np.flatnonzero(~_constant_channels(values, tol))
     modes = ["LATENT", "PER_CHANNEL"] if mode == "AUTO" else [mode]
@@ -416,9 +425,11 @@ def fit_channels(
         Strictly increasing sample times in frames.
     tolerance : float or array_like of shape (M,)
         Max abs error per channel, in channel units (radians for rotations); positive, finite.
-    mode : {'AUTO', 'LATENT', 'PER_CHANNEL'}
-        One knot vector for all channels (through PCA), one per channel, or whichever writes
-        fewer keys.
+    mode : {'AUTO', 'FEWEST', 'LATENT', 'PER_CHANNEL'}
+        One knot vector for all channels (through PCA), one per channel, or whichever of those two
+        writes fewer keys; or ``'FEWEST'``: keys on samples, every segment with its own free
+        handles, the fewest per channel (:func:`.fewest_keys.fewest_keys`; the spline settings
+        below do not apply). The Fit Spline operator's default is ``'FEWEST'``.
     internal_knots : int
         When > 0, a knot count placed by CMA-ES first; the tolerance decides the rest.
     degree : {1, 2, 3}

@@ -25,6 +25,7 @@ from ...anim_signals.channels import (
     make_continuous,
     tolerances_by_kind,
 )
+from ...anim_signals.splines.bezier import broken_handles
 from ..blender_data.actions import (
     action_edit_reason,
     animated_ids,
@@ -276,6 +277,8 @@ class FitSummary(KindErrors):
     keys_after: int = 0
     curves: int = 0
     kept: int = 0
+    keyed_frames: int = 0
+    broken_keys: int = 0
     mode_used: str = ""
     distortion: float = 0.0
     joint_error_cm: float = -1.0  # < 0: not an armature
@@ -287,6 +290,7 @@ class FitSummary(KindErrors):
         pct = 100.0 * self.keys_after / max(self.keys_before, 1)
         parts = [
             f"Fitted {self.curves} curves ({self.mode_used}): {self.keys_before} -> {self.keys_after} keys ({pct:.1f}%)",
+            f"{self.keyed_frames} keyed frames, {self.broken_keys} broken handles",
             f"E_D {self.distortion:.3g}",
         ]
         if self.max_rotation_deg or self.rms_rotation_deg:
@@ -312,8 +316,12 @@ def _summarise(plan: FitPlan) -> FitSummary:
     s = FitSummary(**asdict(errors), kept=plan.kept)
     modes = set()
     n_frames_weight = []
+    keyed: set[float] = set()
     for job in plan.jobs:
         fit = job.result
+        for curve in fit.curves:
+            keyed.update(np.round(curve.co[:, 0], 4).tolist())
+            s.broken_keys += broken_handles(curve)
         s.curves += len(job.fcurves)
         s.keys_before += job.keys_before
         s.keys_after += int(fit.n_keys)
@@ -322,6 +330,7 @@ def _summarise(plan: FitPlan) -> FitSummary:
         n_frames_weight.append(float(fit.distortion))
     s.distortion = max(n_frames_weight) if n_frames_weight else 0.0
     s.mode_used = "/".join(sorted(modes))
+    s.keyed_frames = len(keyed)
     return s
 
 

@@ -14,9 +14,12 @@ CHANNEL_ITEMS = [
     ("SELECTED", "Selected", "Fit only the F-curves selected in the Graph Editor"),
 ]
 MODE_ITEMS = [
-    ("AUTO", "Auto", "Try shared knots and per-curve knots, keep whichever writes fewer keys"),
-    ("LATENT", "Shared Keys", "All curves share the same key frames (latent spline of the whole pose)"),
-    ("PER_CHANNEL", "Per Curve", "Every curve gets its own key frames"),
+    ("FEWEST", "Fewest Keys", "Every curve gets the fewest keys on its own frames: keys on original samples, "
+     "each segment with its own free handles (broken tangents). Fast; the spline settings do not apply"),
+    ("AUTO", "Auto Spline", "Spline keys: try shared and per-curve knots, keep whichever writes fewer keys"),
+    ("LATENT", "Shared Keys", "All curves share the same key frames (Mukai's latent spline of the whole pose): "
+     "reads like hand-keyed poses in the Dope Sheet"),
+    ("PER_CHANNEL", "Per Curve Spline", "Spline keys, every curve its own key frames (knots by CMA-ES)"),
 ]
 TARGET_ITEMS = [
     ("AUTO", "Auto", "The object's action and its shape-key action, whichever are animated"),
@@ -47,10 +50,10 @@ class FitSettings:
     )
     mode: EnumProperty(  # type: ignore[valid-type]
         name="Mode",
-        description="Shared keys keep all curves keyed on the same frames (easy to edit poses); "
-        "per-curve keys place each curve's keys where it needs them",
+        description="Fewest keys per curve (the default), shared keys on the same frames for all curves "
+        "(easy to edit poses), or spline keys with knots placed by the optimiser",
         items=MODE_ITEMS,
-        default="AUTO",
+        default="FEWEST",
     )
     continuity: EnumProperty(  # type: ignore[valid-type]
         name="Keys",
@@ -152,7 +155,9 @@ class AnimSignalsFitResult(bpy.types.PropertyGroup):
     valid: BoolProperty(default=False)  # type: ignore[valid-type]
     object_name: StringProperty(name="Object")  # type: ignore[valid-type]
     action_name: StringProperty(name="Action", description="The action holding the fitted keys")  # type: ignore[valid-type]
-    mode_used: StringProperty(name="Mode", description="Shared keys (LATENT) or per-curve keys (PER_CHANNEL)")  # type: ignore[valid-type]
+    mode_used: StringProperty(name="Mode", description="Fewest keys (FEWEST), shared keys (LATENT) or per-curve spline keys (PER_CHANNEL)")  # type: ignore[valid-type]
+    keyed_frames: IntProperty(name="Keyed Frames", description="Distinct frames that hold a key on any fitted curve")  # type: ignore[valid-type]
+    broken_keys: IntProperty(name="Broken Handles", description="Inner keys whose two handles do not point the same way (a corner)")  # type: ignore[valid-type]
     curves: IntProperty(name="Curves", description="Number of F-curves fitted")  # type: ignore[valid-type]
     keys_before: IntProperty(name="Keys Before", description="Keys on the fitted curves before the fit")  # type: ignore[valid-type]
     keys_after: IntProperty(name="Keys After", description="Keys on the fitted curves after the fit")  # type: ignore[valid-type]
@@ -179,7 +184,7 @@ class AnimSignalsFitResult(bpy.types.PropertyGroup):
         self.valid = True
         self.object_name = object_name
         self.action_name = ", ".join(summary.action_names)
-        for name in ("mode_used", "curves", "keys_before", "keys_after", "distortion", "max_rotation_deg",
+        for name in ("mode_used", "curves", "keys_before", "keys_after", "keyed_frames", "broken_keys", "distortion", "max_rotation_deg",
                      "rms_rotation_deg", "max_location", "rms_location", "max_other", "rms_other",
                      "joint_error_cm", "within_tolerance", "seconds"):
             setattr(self, name, getattr(summary, name))
