@@ -24,15 +24,15 @@ bspline
     evaluation, conversion to Bezier keys.
 bezier
     Blender-style Bezier keys: Hermite keys, key repair and pruning, broken-handle counts.
-fewest_keys
+key_reduction
     The fewest keys per channel, every segment with its own free handles (the Fit Spline
     operator's default): :func:`fewest_keys`, a shortest path over key positions.
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
-from .fewest_keys import FewestKeys, fewest_keys, iter_fewest_keys
 from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
+from .key_reduction import FewestKeys, fewest_keys, iter_fewest_keys
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
 
 __all__ = [

@@ -24,7 +24,7 @@ import numpy as np
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
-from .fewest_keys import iter_fewest_keys
+from .key_reduction import iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (
     PCA_RESIDUAL_SHARE,
@@ -428,7 +428,7 @@ def fit_channels(
     mode : {'AUTO', 'FEWEST', 'LATENT', 'PER_CHANNEL'}
         One knot vector for all channels (through PCA), one per channel, or whichever of those two
         writes fewer keys; or ``'FEWEST'``: keys on samples, every segment with its own free
-        handles, the fewest per channel (:func:`.fewest_keys.fewest_keys`; the spline settings
+        handles, the fewest per channel (:func:`.key_reduction.fewest_keys`; the spline settings
         below do not apply). The Fit Spline operator's default is ``'FEWEST'``.
     internal_knots : int
         When > 0, a knot count placed by CMA-ES first; the tolerance decides the rest.

@@ -16,7 +16,7 @@ MODULES = [
     "anim_signals.validation",
     "anim_signals.splines.bspline",
     "anim_signals.splines.bezier",
-    "anim_signals.splines.fewest_keys",
+    "anim_signals.splines.key_reduction",
     "anim_signals.splines.latent",
     "anim_signals.splines.fitting",
     "anim_signals.manifolds.srv",
@@ -64,7 +64,7 @@ MODULES = [
 # The entry point of each tool, which must show how it is called.
 ENTRY_POINTS = [
     ("anim_signals.splines.fitting", "fit_channels"),
-    ("anim_signals.splines.fewest_keys", "fewest_keys"),
+    ("anim_signals.splines.key_reduction", "fewest_keys"),
     ("anim_signals.splines.latent", "fit_latent_spline"),
     ("anim_signals.manifolds.loop", "make_loop"),
     ("anim_signals.manifolds.elastic", "elastic_distance"),

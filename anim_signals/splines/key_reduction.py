@@ -23,7 +23,7 @@ The segment test is a cascade, cheapest first, over many segments at once:
 
 1. Handles at thirds (Blender's x(t) is then linear, t = u): the two inner control values by least
    squares (a 2 x 2 system per segment).
-2. Where that misses but not by far (RMS within ``PAIR_GATE`` limits): a table of handle-length
+2. Where that misses: a table of handle-length
    pairs (fractions ``alpha``, ``beta`` of the segment, ``alpha + beta <= 1`` so Blender never
    rescales the handles), least squares each. On mocap this keeps about 20 % fewer keys than thirds.
 3. Where all miss and the best pair's RMS is within the limit (least squares has the smallest RMS,
@@ -64,8 +64,8 @@ HANDLE_PAIRS = np.array(
     ]
 )
 LAWSON_ITERATIONS = 12
-# The handle pairs are tried where the thirds fit's RMS error is within this many limits.
-PAIR_GATE = 3.0
+# Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
+PROBES = 1
 _RIDGE = 1e-9
 
 
@@ -254,10 +254,7 @@ def _fit_segments(seg: _Segments) -> _SegmentFit:
     sub = seg.take(rows)
     c1, c2, res = _fit_pairs(sub, np.array([0]))
     keep(rows, np.zeros(rows.size, int), c1[:, 0], c2[:, 0], np.abs(res[:, 0]).max(axis=-1))
-    count = sub.mask.sum(axis=1)
-    rms = np.sqrt(np.einsum("nl,nl->n", res[:, 0], res[:, 0]) / count)
-    # Other handle lengths rarely rescue a segment whose thirds fit is far off: skip those.
-    rows = rows[(~out.ok[rows]) & (rms <= PAIR_GATE * sub.limit)]
+    rows = rows[~out.ok[rows]]
     if rows.size and len(HANDLE_PAIRS) > 1:
         pairs = np.arange(1, len(HANDLE_PAIRS))
         sub = seg.take(rows)
@@ -533,7 +530,8 @@ def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.nda
 
     Per channel a search state: ``lo`` a length known feasible, ``hi`` one known infeasible (0:
     none yet). The length tried is the last segment's length first, then doubled until one fails,
-    then bisected. Lanes are grouped by padded length (powers of two) so padding costs at most 2x.
+    then bisected; once settled, ``PROBES`` longer lengths (twice the failed one) are tried, and
+    the search grows on from one that passes. Lanes are grouped by padded length (powers of two) so padding costs at most 2x.
     """
     n = values.shape[0]
     columns = values.T
@@ -543,6 +541,8 @@ def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.nda
     hi = np.zeros(lanes, int)
     guess = np.full(lanes, 8)
     trial = np.minimum(guess, n - 1)
+    probing = np.zeros(lanes, bool)
+    probes_left = np.full(lanes, PROBES)
     found: list[list[int]] = [[0] for _ in range(lanes)]
     active = np.ones(lanes, bool)
     while active.any():
@@ -557,17 +557,28 @@ def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.nda
             r = rows[sel]
             seg = _segments(frames, columns, moving[r], key[r], lengths[sel], limit[moving[r]], pad=int(2 ** b))
             ok[sel] = _fit_segments(seg).ok
+        probe = probing[rows]
         lo[rows[ok]] = lengths[ok]
-        hi[rows[~ok]] = lengths[~ok]
+        hi[rows[~ok & ~probe]] = lengths[~ok & ~probe]
+        hi[rows[ok & probe]] = 0  # a longer segment past an infeasible one: keep growing from it
+        probing[rows] = False
         room = n - 1 - key[rows]
-        settled = (lo[rows] == room) | ((hi[rows] > 0) & (hi[rows] - lo[rows] <= 1))
-        for r in rows[settled]:
+        settled = (lo[rows] == room) | ((hi[rows] > 0) & (hi[rows] - lo[rows] <= 1)) | (probe & ~ok)
+        # Feasibility is not always monotone in the length (long eases): before settling, one probe
+        # further out per key.
+        ask = settled & ~probe & (lo[rows] < room) & (probes_left[rows] > 0)
+        probes_left[rows[ask]] -= 1
+        probing[rows[ask]] = True
+        trial[rows[ask]] = np.minimum(room[ask], 2 * hi[rows[ask]] + 2)
+        for r in rows[settled & ~ask]:
             key[r] += lo[r]
             found[r].append(int(key[r]))
             guess[r] = max(lo[r], 2)
             lo[r], hi[r] = 1, 0
+            probes_left[r] = PROBES
             if key[r] >= n - 1:
                 active[r] = False
+        rows = rows[active[rows] & ~probing[rows]]
         rows = rows[active[rows]]
         room = n - 1 - key[rows]
         fresh = (lo[rows] == 1) & (hi[rows] == 0)

@@ -1,0 +1,310 @@
+"""Fewest keys per channel (anim_signals.splines.key_reduction) against independent expectations:
+brute-force optimal key sets, closed forms, a slow reference Bezier evaluator (cubic roots by
+numpy, not the code under test), scipy's linear programme for the minimax segment, hypothesis."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from anim_signals import FitCancelled, fit_channels
+from anim_signals.splines import key_reduction as fk
+from anim_signals.splines.key_reduction import ACCEPT_SHARE, fewest_keys, segment_feasible
+
+
+def reference_evaluate(curve, frames):
+    """Blender's Bezier evaluation, slowly: per frame the real root of x(t) = frame in [0, 1]."""
+    out = []
+    co, hl, hr = curve.co, curve.handle_left, curve.handle_right
+    for f in np.atleast_1d(frames):
+        if co.shape[0] == 1 or f <= co[0, 0]:
+            out.append(co[0, 1])
+            continue
+        if f >= co[-1, 0]:
+            out.append(co[-1, 1])
+            continue
+        k = int(np.searchsorted(co[:, 0], f, side="right") - 1)
+        p0, p1, p2, p3 = co[k], hr[k], hl[k + 1], co[k + 1]
+        # x(t) - f as a polynomial in t (power basis), highest power first
+        xs = np.array([p0[0], p1[0], p2[0], p3[0]])
+        ys = np.array([p0[1], p1[1], p2[1], p3[1]])
+        to_power = np.array([[-1, 3, -3, 1], [3, -6, 3, 0], [-3, 3, 0, 0], [1, 0, 0, 0]], float)
+        cx, cy = to_power @ xs, to_power @ ys
+        roots = np.roots(cx - np.array([0, 0, 0, f]))
+        real = roots[np.abs(roots.imag) < 1e-7].real
+        t = real[(real >= -1e-9) & (real <= 1 + 1e-9)]
+        assert t.size, f"no parameter for frame {f}"
+        out.append(np.polyval(cy, np.clip(t[0], 0, 1)))
+    return np.array(out)
+
+
+def assert_valid(fit, frames, values, tol):
+    """Keys on samples with the sample's value, FREE handles inside their segments, every sample
+    within tolerance under the reference evaluator."""
+    for j, curve in enumerate(fit.curves):
+        y = values[:, j]
+        assert set(curve.handle_type) == {"FREE"}
+        if curve.n_keys > 1:
+            idx = np.searchsorted(frames, curve.co[:, 0])
+            np.testing.assert_array_equal(frames[idx], curve.co[:, 0])
+            np.testing.assert_allclose(curve.co[:, 1], y[idx], rtol=0, atol=0)
+            h = np.diff(curve.co[:, 0])
+            a = curve.handle_right[:-1, 0] - curve.co[:-1, 0]
+            b = curve.co[1:, 0] - curve.handle_left[1:, 0]
+            assert np.all(a >= 0) and np.all(b >= 0)
+            assert np.all(a + b <= h * (1 + 1e-12)), "handles Blender would rescale"
+        approx = reference_evaluate(curve, frames)
+        assert np.max(np.abs(approx - y)) <= tol[j] * (1 + 1e-9), f"channel {j}"
+
+
+# --------------------------------------------------------------------------------------------------
+# optimality
+
+
+def brute_force_keys(frames, y, tol):
+    """The fewest keys over every subset of samples (first and last kept) whose segments all pass
+    the segment test: the optimum the EXACT search must reach."""
+    n = frames.size
+    feasible = {}
+
+    def ok(i, j):
+        if (i, j) not in feasible:
+            feasible[(i, j)] = j == i + 1 or segment_feasible(frames[i : j + 1], y[i : j + 1], tol)[0]
+        return feasible[(i, j)]
+
+    for inner in range(n - 1):
+        for chosen in itertools.combinations(range(1, n - 1), inner):
+            keys = (0, *chosen, n - 1)
+            if all(ok(a, b) for a, b in zip(keys[:-1], keys[1:])):
+                return inner + 2
+    raise AssertionError("unreachable: one key per sample always passes")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_exact_search_reaches_the_brute_force_optimum(seed):
+    rng = np.random.default_rng(seed)
+    n = 11
+    frames = np.arange(n, dtype=float)
+    y = np.cumsum(rng.normal(size=n)) + 0.3 * np.sin(frames)
+    tol = 0.15
+    exact = fewest_keys(y, frames, tol, search="EXACT")
+    fast = fewest_keys(y, frames, tol, search="FAST")
+    optimum = brute_force_keys(frames, y, tol * ACCEPT_SHARE)
+    assert exact.curves[0].n_keys == optimum
+    assert fast.curves[0].n_keys >= optimum
+    assert_valid(exact, frames, y[:, None], [tol])
+    assert_valid(fast, frames, y[:, None], [tol])
+
+
+def test_fast_search_stays_close_to_exact_on_a_walk():
+    rng = np.random.default_rng(3)
+    frames = np.arange(120, dtype=float)
+    walk = np.cumsum(np.cumsum(rng.normal(size=(120, 6)), axis=0), axis=0) / 40
+    fast = fewest_keys(walk, frames, 0.02)
+    exact = fewest_keys(walk, frames, 0.02, search="EXACT")
+    assert exact.n_keys <= fast.n_keys <= 1.08 * exact.n_keys
+    assert_valid(fast, frames, walk, [0.02] * 6)
+
+
+# --------------------------------------------------------------------------------------------------
+# closed forms
+
+
+def test_a_cubic_is_one_segment():
+    frames = np.arange(60, dtype=float)
+    y = 0.002 * (frames - 20) ** 3 - 0.05 * frames**2 + frames
+    fit = fewest_keys(y, frames, 1e-6)
+    assert fit.curves[0].n_keys == 2
+    assert_valid(fit, frames, y[:, None], [1e-6])
+
+
+def test_an_ease_in_out_is_one_segment_thanks_to_free_handle_lengths():
+    # A Bezier segment with long handles (alpha = beta = 0.5) is not a cubic polynomial in the
+    # frame: thirds handles need more keys, the handle-length table finds it.
+    t = np.linspace(0, 1, 400)
+    x = 3 * (1 - t) ** 2 * t * 0.5 + 3 * (1 - t) * t * t * 0.5 + t**3
+    yb = 3 * (1 - t) * t * t + t**3  # handles flat at both ends
+    frames = np.arange(41, dtype=float)
+    y = np.interp(frames / 40, x, yb)
+    fit = fewest_keys(y, frames, 2e-3)
+    assert fit.curves[0].n_keys == 2
+    assert_valid(fit, frames, y[:, None], [2e-3])
+
+
+def test_corners_get_keys_on_the_corners():
+    frames = np.arange(0, 50, dtype=float)
+    y = np.interp(frames, [0, 12, 30, 49], [0.0, 5.0, -2.0, 1.0])
+    fit = fewest_keys(y, frames, 1e-4)
+    np.testing.assert_array_equal(fit.curves[0].co[:, 0], [0, 12, 30, 49])
+    assert_valid(fit, frames, y[:, None], [1e-4])
+
+
+def test_near_constant_channels_get_one_key_at_the_middle_of_their_range():
+    frames = np.arange(30, dtype=float)
+    y = np.column_stack([np.full(30, 2.0), 2.0 + 0.009 * np.sin(frames), frames])
+    fit = fewest_keys(y, frames, 0.01)
+    assert [c.n_keys for c in fit.curves[:2]] == [1, 1]
+    assert fit.curves[1].co[0, 1] == pytest.approx(2.0, abs=1e-3)
+    assert fit.curves[2].n_keys == 2
+    assert fit.within_tolerance
+
+
+def test_uneven_frames():
+    rng = np.random.default_rng(0)
+    frames = np.cumsum(rng.uniform(0.3, 2.0, size=80))
+    y = np.sin(frames / 7) + 0.2 * np.cos(frames / 3)
+    fit = fewest_keys(y, frames, 5e-3)
+    assert fit.within_tolerance
+    assert fit.n_keys < 40
+    assert_valid(fit, frames, y[:, None], [5e-3])
+
+
+# --------------------------------------------------------------------------------------------------
+# the segment test
+
+
+def minimax_thirds(frames, y):
+    """The smallest max error of a thirds-handle segment from the first sample to the last: a
+    linear programme in (c1, c2, e) (scipy's HiGHS), independent of Lawson's iteration."""
+    u = (frames[1:-1] - frames[0]) / (frames[-1] - frames[0])
+    b = np.stack([(1 - u) ** 3, 3 * (1 - u) ** 2 * u, 3 * (1 - u) * u * u, u**3], axis=1)
+    r0 = y[1:-1] - b[:, 0] * y[0] - b[:, 3] * y[-1]
+    a_ub = np.vstack([np.column_stack([b[:, 1], b[:, 2], -np.ones(u.size)]),
+                      np.column_stack([-b[:, 1], -b[:, 2], -np.ones(u.size)])])
+    b_ub = np.concatenate([r0, -r0])
+    res = linprog([0, 0, 1], A_ub=a_ub, b_ub=b_ub, bounds=[(None, None)] * 2 + [(0, None)], method="highs")
+    assert res.success
+    return res.x[2]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_segment_test_accepts_what_the_minimax_reaches(seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(5, 30))
+    frames = np.arange(n, dtype=float)
+    y = np.cumsum(rng.normal(size=n)) * 0.1
+    best = minimax_thirds(frames, y)
+    # Lawson approaches the minimax: 10 % above it is reached; far below it nothing passes
+    assert segment_feasible(frames, y, best * 1.10 / ACCEPT_SHARE)[0]
+    assert not segment_feasible(frames, y, best * 0.5)[0] or best * 0.5 >= minimax_any_pair(frames, y)
+
+
+def minimax_any_pair(frames, y):
+    """The least max error over the handle-length table (scipy LP per pair)."""
+    u = (frames[1:-1] - frames[0]) / (frames[-1] - frames[0])
+    best = np.inf
+    for alpha, beta in fk.HANDLE_PAIRS:
+        t = fk._inverse_x(u, np.full(u.shape, alpha), np.full(u.shape, beta))
+        b = np.stack([(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t * t, t**3], axis=1)
+        r0 = y[1:-1] - b[:, 0] * y[0] - b[:, 3] * y[-1]
+        a_ub = np.vstack([np.column_stack([b[:, 1], b[:, 2], -np.ones(u.size)]),
+                          np.column_stack([-b[:, 1], -b[:, 2], -np.ones(u.size)])])
+        res = linprog([0, 0, 1], A_ub=a_ub, b_ub=np.concatenate([r0, -r0]),
+                      bounds=[(None, None)] * 2 + [(0, None)], method="highs")
+        best = min(best, res.x[2])
+    return best
+
+
+def test_segment_curve_is_what_the_test_measured():
+    frames = np.arange(15, dtype=float)
+    y = np.tanh((frames - 7) / 3)
+    ok, curve = segment_feasible(frames, y, 0.03)
+    assert ok
+    assert np.max(np.abs(reference_evaluate(curve, frames) - y)) <= 0.03
+    ok, curve = segment_feasible(frames, y, 0.01)  # too tight for one segment: the best one found
+    assert not ok
+    assert np.max(np.abs(reference_evaluate(curve, frames) - y)) > 0.01
+
+
+# --------------------------------------------------------------------------------------------------
+# fuzzing, determinism, the fit_channels mode, progress, bad input
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=2, max_value=60),
+    st.integers(min_value=1, max_value=4),
+    st.floats(min_value=1e-4, max_value=0.5),
+    st.integers(min_value=0, max_value=2**31 - 1),
+)
+def test_fuzz_every_sample_within_tolerance(n, m, tol, seed):
+    rng = np.random.default_rng(seed)
+    frames = np.arange(n, dtype=float) * float(rng.choice([1.0, 0.5, 2.0]))
+    kind = rng.integers(3)
+    if kind == 0:
+        y = np.cumsum(rng.normal(size=(n, m)), axis=0)
+    elif kind == 1:
+        y = np.round(np.cumsum(rng.normal(size=(n, m)), axis=0))  # steps
+    else:
+        y = np.sin(np.outer(frames, rng.uniform(0.05, 1.0, m))) * rng.uniform(0.01, 10, m)
+    fit = fewest_keys(y, frames, tol)
+    assert fit.within_tolerance
+    assert_valid(fit, frames, y, [tol] * m)
+
+
+def test_deterministic():
+    rng = np.random.default_rng(7)
+    y = np.cumsum(rng.normal(size=(200, 5)), axis=0)
+    frames = np.arange(200.0)
+    a, b = fewest_keys(y, frames, 0.05), fewest_keys(y, frames, 0.05)
+    for ca, cb in zip(a.curves, b.curves):
+        np.testing.assert_array_equal(ca.co, cb.co)
+        np.testing.assert_array_equal(ca.handle_left, cb.handle_left)
+        np.testing.assert_array_equal(ca.handle_right, cb.handle_right)
+
+
+def test_fit_channels_fewest_mode_reports_like_the_other_modes():
+    frames = np.arange(100.0)
+    y = np.column_stack([np.sin(frames / 9), np.cos(frames / 13), np.zeros(100)])
+    fit = fit_channels(y, frames, [1e-3, 1e-3, 1e-3], mode="FEWEST")
+    spline = fit_channels(y, frames, [1e-3, 1e-3, 1e-3], mode="PER_CHANNEL")
+    assert fit.mode_used == "FEWEST"
+    assert fit.within_tolerance
+    assert fit.n_keys <= spline.n_keys
+    np.testing.assert_array_equal(fit.knot_counts, [c.n_keys for c in fit.curves])
+    assert np.all(fit.max_abs_error <= 1e-3)
+
+
+def test_progress_is_monotone_and_cancel_raises():
+    frames = np.arange(300.0)
+    y = np.cumsum(np.random.default_rng(1).normal(size=(300, 3)), axis=0)
+    seen = []
+    fewest_keys(y, frames, 0.1, progress=lambda p: seen.append(p))
+    assert seen == sorted(seen) and seen[-1] == 1.0
+    with pytest.raises(FitCancelled):
+        fewest_keys(y, frames, 0.1, progress=lambda p: p > 0.2)
+
+
+@pytest.mark.parametrize(
+    "values, frames, tol, match",
+    [
+        (np.array([0.0, np.nan, 1.0]), np.arange(3.0), 0.1, "finite"),
+        (np.array([0.0, 1.0, 2.0]), np.array([0.0, 2.0, 1.0]), 0.1, "increasing"),
+        (np.array([0.0, 1.0, 2.0]), np.arange(4.0), 0.1, "shape"),
+        (np.array([0.0, 1.0, 2.0]), np.arange(3.0), 0.0, "positive"),
+        (np.array([0.0, 1.0, 2.0]), np.arange(3.0), np.inf, "positive"),
+    ],
+)
+def test_bad_input_is_refused_with_a_message(values, frames, tol, match):
+    with pytest.raises(ValueError, match=match):
+        fewest_keys(values, frames, tol)
+
+
+def test_exact_search_refuses_long_clips_and_unknown_searches():
+    frames = np.arange(fk.EXACT_MAX_SAMPLES + 1.0)
+    with pytest.raises(ValueError, match="FAST"):
+        fewest_keys(np.sin(frames), frames, 0.1, search="EXACT")
+    with pytest.raises(ValueError, match="search"):
+        fewest_keys(np.sin(frames), frames, 0.1, search="SLOW")
+
+
+def test_single_sample_and_two_samples():
+    one = fewest_keys(np.array([3.0]), np.array([5.0]), 0.1)
+    assert one.curves[0].n_keys == 1 and one.curves[0].co[0].tolist() == [5.0, 3.0]
+    two = fewest_keys(np.array([0.0, 1.0]), np.array([0.0, 1.0]), 0.1)
+    assert two.curves[0].n_keys == 2 and two.within_tolerance
