@@ -143,11 +143,13 @@ def _parameters(u: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 
     Thirds are exact (t = u); other pairs interpolate the inverse table (error ~1e-8 in t).
     """
+    rows = np.asarray(pairs)
+    if rows.ndim == 1 and rows.size == 1 and rows[0] == 0:
+        return u[:, None, :]
     table = _inverse_tables()
     pos = np.clip(u, 0.0, 1.0) * (_INVERSE_SAMPLES - 1)
     k = np.minimum(pos.astype(int), _INVERSE_SAMPLES - 2)
     frac = pos - k
-    rows = np.asarray(pairs)
     if rows.ndim == 1:
         rows = np.broadcast_to(rows, (u.shape[0], rows.size))
     g = rows[:, :, None]
@@ -433,8 +435,7 @@ def iter_fewest_keys(
                 keys[c] = k
     yield 0.97
     curves = _assemble(frames, values, keys, constant, limit)
-    curves, repaired = _check_and_repair(frames, values, tol, curves, keys)
-    errors = np.array([np.abs(_as_stored(c).evaluate(frames) - values[:, j]).max() for j, c in enumerate(curves)])
+    curves, repaired, errors = _check_and_repair(frames, values, tol, curves, keys)
     yield 1.0
     return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired)
 
@@ -635,12 +636,16 @@ def _as_stored(curve: BezierCurve) -> BezierCurve:
 
 
 def _check_and_repair(frames, values, tol, curves, keys):
-    """Key every sample of a segment that misses under Blender's evaluation of the float32 keys."""
+    """Key every sample of a segment that misses under Blender's evaluation of the float32 keys.
+
+    Returns the curves, the number of segments repaired and each channel's max error."""
     repaired = 0
     out = list(curves)
+    errors = np.zeros(len(curves))
     for ch, curve in enumerate(curves):
         err = np.abs(_as_stored(curve).evaluate(frames) - values[:, ch])
-        if np.all(err <= tol[ch]):
+        errors[ch] = err.max()
+        if errors[ch] <= tol[ch]:
             continue
         k = keys[ch]
         bad = np.flatnonzero(err > tol[ch])
@@ -653,7 +658,8 @@ def _check_and_repair(frames, values, tol, curves, keys):
             new_keys = set(range(frames.size))
         keys[ch] = np.array(sorted(new_keys))
         out[ch] = _linear_where_dense(frames, values[:, ch], keys[ch], curve)
-    return out, repaired
+        errors[ch] = np.abs(_as_stored(out[ch]).evaluate(frames) - values[:, ch]).max()
+    return out, repaired, errors
 
 
 def _linear_where_dense(frames, y, k, old: BezierCurve) -> BezierCurve:

@@ -308,3 +308,15 @@ def test_single_sample_and_two_samples():
     assert one.curves[0].n_keys == 1 and one.curves[0].co[0].tolist() == [5.0, 3.0]
     two = fewest_keys(np.array([0.0, 1.0]), np.array([0.0, 1.0]), 0.1)
     assert two.curves[0].n_keys == 2 and two.within_tolerance
+
+
+def test_segments_that_miss_the_final_check_are_keyed_on_every_sample(monkeypatch):
+    # A search that accepts three times the tolerance: the check under Blender's evaluation must
+    # find the misses and key those segments densely, so the tolerance still holds.
+    monkeypatch.setattr(fk, "ACCEPT_SHARE", 3.0)
+    frames = np.arange(80.0)
+    y = np.sin(frames / 6) + 0.1 * np.sin(frames / 1.7)
+    fit = fk.fewest_keys(y, frames, 0.01)
+    assert fit.repaired_segments > 0
+    assert fit.within_tolerance
+    assert_valid(fit, frames, y[:, None], [0.01])
