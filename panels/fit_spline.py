@@ -29,7 +29,7 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
         col.prop(s, "target")
         col.prop(s, "channels")
         col.prop(s, "mode")
-        spline = s.mode != "FEWEST"  # the spline settings do not apply to Fewest Keys
+        spline = s.mode not in ("FEWEST", "EDITABLE")  # the spline settings do not apply to these
         sub = col.column()
         sub.active = spline
         sub.prop(s, "continuity")

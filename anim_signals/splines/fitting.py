@@ -61,7 +61,7 @@ DEFAULT_CHANNEL_ITERATIONS = 20
 TOLERANCE_SLACK = 1e-6
 FREE_HANDLES_PROGRESS = 0.99
 
-MODES = ("FEWEST", "AUTO", "LATENT", "PER_CHANNEL")
+MODES = ("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL")
 # Knot multiplicities tried per continuity: 1 = simple knots (C2), 2 = double knots (C1 keys).
 MULTIPLICITIES: dict[str, tuple[int, ...]] = {"C2": (1,), "C1": (2,), "AUTO": (1, 2)}
 
@@ -356,14 +356,14 @@ def _iter_fit(
     free_handles: bool,
 ) -> Generator[float, None, ChannelsFit]:
     values, frames, tau = samples
-    if mode == "FEWEST":
-        # Every segment its own free handles, keys on samples (fewest_keys); the spline settings
-        # (knots, degree, continuity, CMA-ES) do not apply.
-        found = yield from iter_fewest_keys(values, frames, tol)
+    if mode in ("FEWEST", "EDITABLE"):
+        # Keys on samples, every segment its own handles (fewest_keys), free or aligned; the spline
+        # settings (knots, degree, continuity, CMA-ES) do not apply.
+        found = yield from iter_fewest_keys(values, frames, tol, handles="FREE" if mode == "FEWEST" else "EDITABLE")
         for j, curve in enumerate(found.curves):
             for part in (curve.co, curve.handle_left, curve.handle_right):
                 finite_result(f"the keys of channel {j}", part)
-        return _summary(found.curves, "FEWEST", values, frames, tol)
+        return _summary(found.curves, mode, values, frames, tol)
     snap = snap_grid(frames, tau) if snap_to_frames else None
     moving = np.flatnonzero(~_constant_channels(values, tol))
     modes = ["LATENT", "PER_CHANNEL"] if mode == "AUTO" else [mode]
@@ -425,11 +425,12 @@ def fit_channels(
         Strictly increasing sample times in frames.
     tolerance : float or array_like of shape (M,)
         Max abs error per channel, in channel units (radians for rotations); positive, finite.
-    mode : {'AUTO', 'FEWEST', 'LATENT', 'PER_CHANNEL'}
+    mode : {'AUTO', 'FEWEST', 'EDITABLE', 'LATENT', 'PER_CHANNEL'}
         One knot vector for all channels (through PCA), one per channel, or whichever of those two
         writes fewer keys; or ``'FEWEST'``: keys on samples, every segment with its own free
         handles, the fewest per channel (:func:`.key_reduction.fewest_keys`; the spline settings
-        below do not apply). The Fit Spline operator's default is ``'FEWEST'``.
+        below do not apply); ``'EDITABLE'``: the same with ALIGNED handles except at corners.
+        The Fit Spline operator's default is ``'FEWEST'``.
     internal_knots : int
         When > 0, a knot count placed by CMA-ES first; the tolerance decides the rest.
     degree : {1, 2, 3}

@@ -49,10 +49,11 @@ import numpy as np
 
 from .bspline import BezierCurve
 
-__all__ = ["ACCEPT_SHARE", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible"]
+__all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible"]
 
 ACCEPT_SHARE = 0.99
 SEARCHES = ("FAST", "EXACT")
+HANDLES = ("FREE", "EDITABLE")
 EXACT_MAX_SAMPLES = 400
 # Handle lengths as fractions (alpha, beta) of the segment; thirds first. alpha + beta <= 1.
 _LENGTHS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8)
@@ -62,6 +63,10 @@ HANDLE_PAIRS = np.array(
     [(1 / 3, 1 / 3)] + [(a, b) for a in _LENGTHS for b in _LENGTHS if a + b <= 1.0 + 1e-9 and not a == b == 0.35]
 )
 LAWSON_ITERATIONS = 12
+# Editable handles: a key becomes a corner (FREE) where a free first handle reaches this many times
+# as far as the aligned one, and at least this many samples further.
+CORNER_GAIN = 3.0
+CORNER_MIN_SAMPLES = 4
 # Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
 PROBES = 1
 _RIDGE = 1e-9
@@ -83,6 +88,8 @@ class FewestKeys:
         Every sample within its channel's tolerance.
     repaired_segments : int
         Segments that missed in the final check and were keyed on every sample.
+    corners : int
+        With editable handles: keys left with broken (FREE) handles.
     """
 
     curves: list[BezierCurve]
@@ -90,6 +97,7 @@ class FewestKeys:
     max_abs_error: np.ndarray
     within_tolerance: bool
     repaired_segments: int = 0
+    corners: int = 0
 
     @property
     def n_keys(self) -> int:
@@ -177,10 +185,16 @@ class _Segments:
     u: np.ndarray  # (n, Lp) interior positions in (0, 1) (0.5 where padded)
     mask: np.ndarray  # (n, Lp) 1.0 at real samples, 0.0 at padding
     limit: np.ndarray  # (n,) accepted max error
+    span: np.ndarray  # (n,) frames from the first key to the last
+    slope: np.ndarray  # (n,) the first key's handle slope (value per frame) when fixed, else NaN
 
     def take(self, rows: np.ndarray) -> _Segments:
         return _Segments(self.y0[rows], self.y1[rows], self.inner[rows], self.u[rows], self.mask[rows],
-                         self.limit[rows])
+                         self.limit[rows], self.span[rows], self.slope[rows])
+
+    def fixed_c1(self, alpha: np.ndarray) -> np.ndarray:
+        """The first handle's value where its slope is fixed (NaN elsewhere), for handle lengths alpha."""
+        return self.y0[:, None] + alpha * (self.span * self.slope)[:, None]
 
 
 def _fit_pairs(seg: _Segments, pairs: np.ndarray, weights: np.ndarray | None = None, basis=None):
@@ -220,6 +234,13 @@ def _fit_pairs(seg: _Segments, pairs: np.ndarray, weights: np.ndarray | None = N
     lin2 = ya + (1.0 - ab[..., 1]) * (yb - ya)
     lam = _RIDGE * (g11 + g22 + 1e-300)
     c1, c2 = _solve2(g11 + lam, g12, g22 + lam, r1 + lam * lin1, r2 + lam * lin2)
+    fixed = np.isfinite(seg.slope)
+    if fixed.any():
+        # An ALIGNED key: the first handle's slope is the previous segment's; only c2 is free.
+        c1_fixed = seg.fixed_c1(np.broadcast_to(ab[..., 0], c1.shape))
+        c2_fixed = (r2 - c1_fixed * g12 + lam * lin2) / (g22 + lam)
+        c1 = np.where(fixed[:, None], c1_fixed, c1)
+        c2 = np.where(fixed[:, None], c2_fixed, c2)
     residual = (r0 - b1 * c1[..., None] - b2 * c2[..., None]) * seg.mask[:, None, :]
     return c1, c2, residual
 
@@ -241,6 +262,8 @@ def _fit_segments(seg: _Segments) -> _SegmentFit:
     empty = seg.mask.sum(axis=1) == 0
     out.error[empty] = 0.0
     out.ok[empty] = True
+    aligned = empty & np.isfinite(seg.slope)  # no sample inside: any handles pass; keep the slope
+    out.c1[aligned] = seg.fixed_c1(np.array([1 / 3]))[aligned, 0]
     if seg.inner.shape[1] == 0 or empty.all():
         return out
 
@@ -286,6 +309,8 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
     lin1 = seg.y0 + ab[:, 0] * (seg.y1 - seg.y0)
     lin2 = seg.y0 + (1.0 - ab[:, 1]) * (seg.y1 - seg.y0)
     limit, mask = seg.limit, seg.mask
+    fixed = np.isfinite(seg.slope)
+    c1_fixed = np.where(fixed, seg.fixed_c1(ab[:, :1])[:, 0], 0.0)
     weights = mask.copy()
     for _ in range(LAWSON_ITERATIONS):
         wb1, wb2 = weights * b1, weights * b2
@@ -293,8 +318,10 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
         g12 = np.einsum("nl,nl->n", wb1, b2)
         g22 = np.einsum("nl,nl->n", wb2, b2)
         lam = _RIDGE * (g11 + g22 + 1e-300)
-        c1, c2 = _solve2(g11 + lam, g12, g22 + lam, np.einsum("nl,nl->n", wb1, r0) + lam * lin1,
-                         np.einsum("nl,nl->n", wb2, r0) + lam * lin2)
+        r2 = np.einsum("nl,nl->n", wb2, r0) + lam * lin2
+        c1, c2 = _solve2(g11 + lam, g12, g22 + lam, np.einsum("nl,nl->n", wb1, r0) + lam * lin1, r2)
+        c2 = np.where(fixed, (r2 - c1_fixed * g12) / (g22 + lam), c2)
+        c1 = np.where(fixed, c1_fixed, c1)
         res = (r0 - b1 * c1[:, None] - b2 * c2[:, None]) * mask
         err = np.abs(res).max(axis=1)
         better = err < out.error[rows]
@@ -308,14 +335,15 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
         if not live.any():
             break
         if not live.all():
-            rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res = (
-                a[live] for a in (rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res))
+            rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res, fixed, c1_fixed = (
+                a[live] for a in (rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res, fixed, c1_fixed))
         weights = weights * np.abs(res) + 1e-300 * mask
         weights /= weights.max(axis=1, keepdims=True)
 
 
-def _segments(frames, columns, chan, start, length, limit, pad: int | None = None) -> _Segments:
-    """Segments of the channels ``chan`` (n,) from sample ``start`` (n,) over ``length`` (n,) samples."""
+def _segments(frames, columns, chan, start, length, limit, pad: int | None = None, slope=None) -> _Segments:
+    """Segments of the channels ``chan`` (n,) from sample ``start`` (n,) over ``length`` (n,) samples;
+    ``slope`` (n,): the first key's fixed handle slope, NaN (or None for all) where free."""
     lp = int(length.max()) - 1 if pad is None else pad
     lp = max(lp, 0)
     m = np.arange(1, lp + 1)
@@ -326,7 +354,8 @@ def _segments(frames, columns, chan, start, length, limit, pad: int | None = Non
     x0, x1 = frames[start], frames[end]
     u = np.where(mask, (frames[idx] - x0[:, None]) / (x1 - x0)[:, None], 0.5)
     inner = np.where(mask, columns[chan[:, None], idx], 0.0)
-    return _Segments(columns[chan, start], columns[chan, end], inner, u, mask.astype(float), limit)
+    slope = np.full(start.size, np.nan) if slope is None else np.asarray(slope, dtype=float)
+    return _Segments(columns[chan, start], columns[chan, end], inner, u, mask.astype(float), limit, x1 - x0, slope)
 
 
 def segment_feasible(
@@ -390,6 +419,7 @@ def iter_fewest_keys(
     tolerance: np.ndarray | Sequence[float] | float,
     *,
     search: str = "FAST",
+    handles: str = "FREE",
 ) -> Generator[float, None, FewestKeys]:
     """Generator form of :func:`fewest_keys`: yields progress in [0, 1], returns the result.
 
@@ -414,6 +444,11 @@ def iter_fewest_keys(
         raise ValueError("tolerances must be positive and finite")
 
     search = str(search).upper()
+    handles = str(handles).upper()
+    if handles not in HANDLES:
+        raise ValueError(f"handles must be one of {HANDLES}, got {handles!r}")
+    if handles == "EDITABLE" and search == "EXACT":
+        raise ValueError("editable handles chain each key's slope to the previous segment: use search='FAST'")
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
     if search == "EXACT" and n > EXACT_MAX_SAMPLES:
@@ -423,21 +458,25 @@ def iter_fewest_keys(
     constant = half_range <= tol * ACCEPT_SHARE
     moving = np.flatnonzero(~constant)
     limit = tol * ACCEPT_SHARE
-    keys: list[np.ndarray] = [np.array([0]) for _ in range(m)]
+    chosen: list[_Chosen] = []
     if n > 1 and moving.size:
         if search == "EXACT":
             feasible = yield from _all_pairs(frames, values, limit, moving)
-            for lane, c in enumerate(moving):
-                keys[c] = _shortest_path(feasible[lane])
+            paths = {c: _shortest_path(feasible[lane]) for lane, c in enumerate(moving)}
+            chosen = _refit(frames, values, [paths.get(c, np.array([0])) for c in range(m)], moving, limit)
         else:
-            found = yield from _greedy(frames, values, limit, moving)
-            for c, k in zip(moving, found):
-                keys[c] = k
+            chosen = yield from _greedy(frames, values, limit, moving, handles == "EDITABLE")
     yield 0.97
-    curves = _assemble(frames, values, keys, constant, limit)
+    curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
+    for lane, c in enumerate(moving):
+        if n > 1:
+            curves[c] = _curve(frames, values[:, c], chosen[lane], handles == "EDITABLE")
+    keys = [np.asarray(chosen[list(moving).index(c)].keys) if c in moving and n > 1 else np.array([0])
+            for c in range(m)]
+    corners = sum(int(np.count_nonzero(ch.broken)) for ch in chosen)
     curves, repaired, errors = _check_and_repair(frames, values, tol, curves, keys)
     yield 1.0
-    return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired)
+    return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners)
 
 
 def fewest_keys(
@@ -446,6 +485,7 @@ def fewest_keys(
     tolerance: np.ndarray | Sequence[float] | float,
     *,
     search: str = "FAST",
+    handles: str = "FREE",
     progress: Progress | None = None,
 ) -> FewestKeys:
     """The fewest FREE-handle Bezier keys per channel that keep every sample within tolerance.
@@ -463,6 +503,11 @@ def fewest_keys(
         vectorised across channels; linear in the clip's length. ``'EXACT'``: every pair of samples
         tested and a shortest path over the feasible ones, bbsolver's search (the fewest keys this
         segment test allows; cubic in the clip's length, at most ``EXACT_MAX_SAMPLES`` samples).
+    handles : {'FREE', 'EDITABLE'}
+        ``'FREE'``: every key's two handles independent (broken tangents; the fewest keys).
+        ``'EDITABLE'``: ALIGNED handles, each segment starting with the slope the previous one ended
+        with, FREE only at detected corners (where a free start reaches ``CORNER_GAIN`` times as
+        far); for animators who will edit the keys. FAST search only.
     progress : callable, optional
         Called with a fraction in [0, 1]; returning True cancels (:class:`.latent.FitCancelled`).
 
@@ -485,7 +530,7 @@ def fewest_keys(
     """
     from .latent import FitCancelled
 
-    gen = iter_fewest_keys(values, frames, tolerance, search=search)
+    gen = iter_fewest_keys(values, frames, tolerance, search=search, handles=handles)
     try:
         while True:
             p = next(gen)
@@ -527,17 +572,38 @@ def _shortest_path(feasible: np.ndarray) -> np.ndarray:
     return np.array(path[::-1])
 
 
-def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.ndarray]]:
+@dataclass
+class _Chosen:
+    """One channel's keys (sample indices) and, per segment, its handle pair and inner control
+    values; per key whether its two handles may differ (a corner)."""
+
+    keys: list[int]
+    pair: list[int]
+    c1: list[float]
+    c2: list[float]
+    broken: list[bool]
+
+
+def _greedy(frames, values, limit, moving, editable: bool) -> Generator[float, None, list[_Chosen]]:
     """From each key the longest feasible segment, every channel at once: the next key is its end.
 
-    Per channel a search state: ``lo`` a length known feasible, ``hi`` one known infeasible (0:
-    none yet). The length tried is the last segment's length first, then doubled until one fails,
-    then bisected; once settled, ``PROBES`` longer lengths (twice the failed one) are tried, and
-    the search grows on from one that passes. Lanes are grouped by padded length (powers of two) so padding costs at most 2x.
+    Per lane a search state: ``lo`` a length known feasible, ``hi`` one known infeasible (0: none
+    yet). The length tried is the last segment's length first, then doubled until one fails, then
+    bisected; once settled, ``PROBES`` longer lengths (twice the failed one) are tried, and the
+    search grows on from one that passes. Lanes are grouped by padded length (powers of two), so
+    padding costs at most 2x.
+
+    With ``editable``, every channel has two lanes: one whose first handle keeps the slope the
+    previous segment ended with (an ALIGNED key) and one free. The free one is taken, and the key
+    marked a corner, only where it reaches at least ``CORNER_GAIN`` times as far (and
+    ``CORNER_MIN_SAMPLES`` samples further).
     """
     n = values.shape[0]
     columns = values.T
-    lanes = moving.size
+    width = moving.size
+    variants = 2 if editable else 1
+    lanes = width * variants
+    chan = np.tile(moving, variants)
     key = np.zeros(lanes, int)
     lo = np.ones(lanes, int)
     hi = np.zeros(lanes, int)
@@ -545,22 +611,27 @@ def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.nda
     trial = np.minimum(guess, n - 1)
     probing = np.zeros(lanes, bool)
     probes_left = np.full(lanes, PROBES)
-    found: list[list[int]] = [[0] for _ in range(lanes)]
-    active = np.ones(lanes, bool)
-    while active.any():
-        rows = np.flatnonzero(active)
+    slope = np.full(lanes, np.nan)  # only the aligned lanes (the first ``width``) ever hold one
+    best = np.zeros((3, lanes))  # pair, c1, c2 of the fit at length lo
+    searching = np.ones(lanes, bool)
+    chosen = [_Chosen([0], [], [], [], [False]) for _ in range(width)]
+    while searching.any():
+        rows = np.flatnonzero(searching)
         ok = np.zeros(rows.size, bool)
         lengths = trial[rows]
-        needs = lengths > 1
-        bucket = np.where(needs, np.ceil(np.log2(np.maximum(lengths - 1, 1))).astype(int), -1)
-        ok[~needs] = True
-        for b in np.unique(bucket[needs]):
+        bucket = np.ceil(np.log2(np.maximum(lengths - 1, 1))).astype(int)
+        fits = np.zeros((3, rows.size))
+        for b in np.unique(bucket):
             sel = np.flatnonzero(bucket == b)
             r = rows[sel]
-            seg = _segments(frames, columns, moving[r], key[r], lengths[sel], limit[moving[r]], pad=int(2 ** b))
-            ok[sel] = _fit_segments(seg).ok
+            seg = _segments(frames, columns, chan[r], key[r], lengths[sel], limit[chan[r]], pad=int(2**b),
+                            slope=slope[r])
+            fit = _fit_segments(seg)
+            ok[sel] = fit.ok
+            fits[:, sel] = fit.pair, fit.c1, fit.c2
         probe = probing[rows]
         lo[rows[ok]] = lengths[ok]
+        best[:, rows[ok]] = fits[:, ok]
         hi[rows[~ok & ~probe]] = lengths[~ok & ~probe]
         hi[rows[ok & probe]] = 0  # a longer segment past an infeasible one: keep growing from it
         probing[rows] = False
@@ -572,60 +643,93 @@ def _greedy(frames, values, limit, moving) -> Generator[float, None, list[np.nda
         probes_left[rows[ask]] -= 1
         probing[rows[ask]] = True
         trial[rows[ask]] = np.minimum(room[ask], 2 * hi[rows[ask]] + 2)
-        for r in rows[settled & ~ask]:
-            key[r] += lo[r]
-            found[r].append(int(key[r]))
-            guess[r] = max(lo[r], 2)
-            lo[r], hi[r] = 1, 0
-            probes_left[r] = PROBES
-            if key[r] >= n - 1:
-                active[r] = False
-        rows = rows[active[rows] & ~probing[rows]]
-        rows = rows[active[rows]]
+        searching[rows[settled & ~ask]] = False
+        for lane in np.flatnonzero(~searching[:width] & (key[:width] < n - 1)):
+            if editable and searching[lane + width]:
+                continue  # its free twin has not settled yet
+            taken = lane
+            if editable:
+                twin = lane + width
+                corner = (np.isfinite(slope[lane]) and lo[twin] >= CORNER_GAIN * lo[lane]
+                          and lo[twin] >= lo[lane] + CORNER_MIN_SAMPLES)
+                if corner or not np.isfinite(slope[lane]):
+                    taken = twin
+                chosen[lane].broken[-1] = bool(corner)
+            length, fit = int(lo[taken]), best[:, taken].copy()
+            _settle(chosen[lane], key[lane], length, fit)
+            if editable:
+                end = key[lane] + length
+                span = frames[end] - frames[key[lane]]
+                slope[lane] = (columns[chan[lane], end] - fit[2]) / (HANDLE_PAIRS[int(fit[0]), 1] * span)
+            for twin in range(lane, lanes, width):
+                key[twin] += length
+                guess[twin] = max(length, 2)
+                lo[twin], hi[twin] = 1, 0
+                probes_left[twin] = PROBES
+                searching[twin] = key[twin] < n - 1
+        rows = np.flatnonzero(searching & ~probing)
         room = n - 1 - key[rows]
         fresh = (lo[rows] == 1) & (hi[rows] == 0)
         grow = hi[rows] == 0
         nxt = np.where(grow, np.minimum(lo[rows] * 2, room), (lo[rows] + hi[rows]) // 2)
         nxt = np.where(fresh, np.minimum(guess[rows], room), nxt)
         trial[rows] = np.maximum(nxt, 1)
-        yield 0.95 * float(np.mean(np.where(active, key, n - 1))) / max(n - 1, 1)
-    return [np.array(k) for k in found]
+        yield 0.95 * float(np.mean(key[:width])) / max(n - 1, 1)
+    return chosen
 
 
-def _assemble(frames, values, keys, constant, limit) -> list[BezierCurve]:
-    """Bezier curves through the chosen keys, each segment re-fitted by the cascade."""
-    m = values.shape[1]
-    segs = [(c, a, b) for c in range(m) if not constant[c] for a, b in zip(keys[c][:-1], keys[c][1:])]
-    hr: dict[tuple[int, int], np.ndarray] = {}
-    hl: dict[tuple[int, int], np.ndarray] = {}
-    by_length: dict[int, list[tuple[int, int, int]]] = {}
-    for seg in segs:
-        by_length.setdefault(int(seg[2] - seg[1]), []).append(seg)
+def _settle(chosen: _Chosen, start: int, length: int, fit: np.ndarray) -> None:
+    chosen.keys.append(int(start + length))
+    chosen.pair.append(int(fit[0]))
+    chosen.c1.append(float(fit[1]))
+    chosen.c2.append(float(fit[2]))
+    chosen.broken.append(False)
+
+
+def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chosen]:
+    """Handles for given keys (free at every key): each segment fitted by the cascade."""
     columns = values.T
+    out = [_Chosen(list(map(int, keys[c])), [0] * (keys[c].size - 1), [0.0] * (keys[c].size - 1),
+                   [0.0] * (keys[c].size - 1), [False] * keys[c].size) for c in moving]
+    segs = [(lane, s, int(a), int(b)) for lane, c in enumerate(moving)
+            for s, (a, b) in enumerate(zip(keys[c][:-1], keys[c][1:]))]
+    by_length: dict[int, list[tuple[int, int, int, int]]] = {}
+    for seg in segs:
+        by_length.setdefault(seg[3] - seg[2], []).append(seg)
     for length, group in by_length.items():
-        c = np.array([g[0] for g in group])
-        a = np.array([g[1] for g in group])
-        fit = _fit_segments(_segments(frames, columns, c, a, np.full(c.size, length), limit[c]))
-        for row, (ch, i, j) in enumerate(group):
-            h = frames[j] - frames[i]
-            alpha, beta = HANDLE_PAIRS[fit.pair[row]]
-            hr[(ch, i)] = np.array([frames[i] + alpha * h, fit.c1[row]])
-            hl[(ch, j)] = np.array([frames[j] - beta * h, fit.c2[row]])
-    curves = []
-    for ch in range(m):
-        if constant[ch]:
-            mid = 0.5 * (values[:, ch].max() + values[:, ch].min())
-            co = np.array([[frames[0], mid]])
-            curves.append(BezierCurve(co, co - [1.0, 0.0], co + [1.0, 0.0], np.array(["FREE"])))
-            continue
-        k = keys[ch]
-        co = np.column_stack([frames[k], values[k, ch]])
-        right = np.array([hr[(ch, i)] if (ch, i) in hr else co[-1] + (co[-1] - hl[(ch, k[-1])]) for i in k])
-        left = np.array([hl[(ch, i)] if (ch, i) in hl else co[0] - (right[0] - co[0]) for i in k])
-        if k.size == 1:
-            left, right = co - [1.0, 0.0], co + [1.0, 0.0]
-        curves.append(BezierCurve(co, left, right, np.full(k.size, "FREE")))
-    return curves
+        lane = np.array([g[0] for g in group])
+        start = np.array([g[2] for g in group])
+        fit = _fit_segments(_segments(frames, columns, moving[lane], start, np.full(lane.size, length),
+                                      limit[moving[lane]]))
+        for row, (ln, s_idx, _, _) in enumerate(group):
+            out[ln].pair[s_idx] = int(fit.pair[row])
+            out[ln].c1[s_idx] = float(fit.c1[row])
+            out[ln].c2[s_idx] = float(fit.c2[row])
+    return out
+
+
+def _curve(frames, column, chosen: _Chosen, editable: bool) -> BezierCurve:
+    """The Bezier keys of one channel from its chosen segments."""
+    k = np.asarray(chosen.keys)
+    co = np.column_stack([frames[k], column[k]])
+    left = np.empty_like(co)
+    right = np.empty_like(co)
+    h = np.diff(co[:, 0])
+    ab = HANDLE_PAIRS[np.asarray(chosen.pair, dtype=int)]
+    right[:-1, 0] = co[:-1, 0] + ab[:, 0] * h
+    right[:-1, 1] = chosen.c1
+    left[1:, 0] = co[1:, 0] - ab[:, 1] * h
+    left[1:, 1] = chosen.c2
+    left[0] = 2 * co[0] - right[0]
+    right[-1] = 2 * co[-1] - left[-1]
+    free = np.asarray(chosen.broken) | (not editable)
+    return BezierCurve(co, left, right, np.where(free, "FREE", "ALIGNED"))
+
+
+def _constant_curve(frames, column) -> BezierCurve:
+    mid = 0.5 * (column.max() + column.min())
+    co = np.array([[frames[0], mid]])
+    return BezierCurve(co, co - [1.0, 0.0], co + [1.0, 0.0], np.array(["FREE"]))
 
 
 def _as_stored(curve: BezierCurve) -> BezierCurve:

@@ -16,6 +16,8 @@ CHANNEL_ITEMS = [
 MODE_ITEMS = [
     ("FEWEST", "Fewest Keys", "Every curve gets the fewest keys on its own frames: keys on original samples, "
      "each segment with its own free handles (broken tangents). Fast; the spline settings do not apply"),
+    ("EDITABLE", "Editable Keys", "Few keys on original samples with ALIGNED handles (smooth tangents you can edit), "
+     "broken only at corners and contacts. A few more keys than Fewest Keys"),
     ("AUTO", "Auto Spline", "Spline keys: try shared and per-curve knots, keep whichever writes fewer keys"),
     ("LATENT", "Shared Keys", "All curves share the same key frames (Mukai's latent spline of the whole pose): "
      "reads like hand-keyed poses in the Dope Sheet"),
@@ -155,7 +157,7 @@ class AnimSignalsFitResult(bpy.types.PropertyGroup):
     valid: BoolProperty(default=False)  # type: ignore[valid-type]
     object_name: StringProperty(name="Object")  # type: ignore[valid-type]
     action_name: StringProperty(name="Action", description="The action holding the fitted keys")  # type: ignore[valid-type]
-    mode_used: StringProperty(name="Mode", description="Fewest keys (FEWEST), shared keys (LATENT) or per-curve spline keys (PER_CHANNEL)")  # type: ignore[valid-type]
+    mode_used: StringProperty(name="Mode", description="Fewest keys (FEWEST), editable keys (EDITABLE), shared keys (LATENT) or per-curve spline keys (PER_CHANNEL)")  # type: ignore[valid-type]
     keyed_frames: IntProperty(name="Keyed Frames", description="Distinct frames that hold a key on any fitted curve")  # type: ignore[valid-type]
     broken_keys: IntProperty(name="Broken Handles", description="Inner keys whose two handles do not point the same way (a corner)")  # type: ignore[valid-type]
     curves: IntProperty(name="Curves", description="Number of F-curves fitted")  # type: ignore[valid-type]

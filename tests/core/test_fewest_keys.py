@@ -320,3 +320,67 @@ def test_segments_that_miss_the_final_check_are_keyed_on_every_sample(monkeypatc
     assert fit.repaired_segments > 0
     assert fit.within_tolerance
     assert_valid(fit, frames, y[:, None], [0.01])
+
+
+# --------------------------------------------------------------------------------------------------
+# editable handles
+
+
+def slopes(curve):
+    into = curve.co - curve.handle_left
+    out = curve.handle_right - curve.co
+    return into[:, 1] / into[:, 0], out[:, 1] / out[:, 0]
+
+
+def test_editable_handles_are_aligned_except_at_corners():
+    rng = np.random.default_rng(11)
+    frames = np.arange(150.0)
+    smooth = np.cumsum(np.cumsum(rng.normal(size=(150, 4)), axis=0), axis=0) / 60
+    free = fewest_keys(smooth, frames, 0.02)
+    edit = fewest_keys(smooth, frames, 0.02, handles="EDITABLE")
+    assert edit.within_tolerance
+    assert_valid_editable(edit, frames, smooth, 0.02)
+    assert edit.n_keys >= free.n_keys
+    assert edit.corners <= 0.1 * edit.n_keys
+
+
+def assert_valid_editable(fit, frames, values, tol):
+    for j, curve in enumerate(fit.curves):
+        assert set(curve.handle_type) <= {"FREE", "ALIGNED"}
+        s_in, s_out = slopes(curve)
+        aligned = curve.handle_type == "ALIGNED"
+        np.testing.assert_allclose(s_in[aligned], s_out[aligned], rtol=1e-9, atol=1e-12)
+        approx = reference_evaluate(curve, frames)
+        assert np.max(np.abs(approx - values[:, j])) <= tol * (1 + 1e-9)
+    assert fit.corners == sum(int(np.count_nonzero(c.handle_type == "FREE")) for c in fit.curves if c.n_keys > 1)
+
+
+def test_a_kink_becomes_a_corner_key():
+    # Two smooth arcs meeting at frame 40 with opposite slopes: the key there must break.
+    frames = np.arange(90.0)
+    y = np.where(frames < 40, np.sin(frames / 25.0), np.sin(40 / 25.0) - 0.8 * np.sin((frames - 40) / 20.0))
+    fit = fewest_keys(y, frames, 1e-3, handles="EDITABLE")
+    curve = fit.curves[0]
+    assert 40.0 in curve.co[:, 0]
+    assert curve.handle_type[list(curve.co[:, 0]).index(40.0)] == "FREE"
+    assert_valid_editable(fit, frames, y[:, None], 1e-3)
+
+
+def test_editable_handles_refuse_the_exact_search():
+    frames = np.arange(20.0)
+    with pytest.raises(ValueError, match="FAST"):
+        fewest_keys(np.sin(frames), frames, 0.01, handles="EDITABLE", search="EXACT")
+    with pytest.raises(ValueError, match="handles"):
+        fewest_keys(np.sin(frames), frames, 0.01, handles="BROKEN")
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(min_value=2, max_value=60), st.floats(min_value=1e-3, max_value=0.3),
+       st.integers(min_value=0, max_value=2**31 - 1))
+def test_fuzz_editable_within_tolerance(n, tol, seed):
+    rng = np.random.default_rng(seed)
+    frames = np.arange(n, dtype=float)
+    y = np.cumsum(rng.normal(size=(n, 2)), axis=0)
+    fit = fewest_keys(y, frames, tol, handles="EDITABLE")
+    assert fit.within_tolerance
+    assert_valid_editable(fit, frames, y, tol)
