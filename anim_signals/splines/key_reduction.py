@@ -626,9 +626,9 @@ def _greedy(frames, values, limit, moving, editable: bool) -> Generator[float, N
             r = rows[sel]
             seg = _segments(frames, columns, chan[r], key[r], lengths[sel], limit[chan[r]], pad=int(2**b),
                             slope=slope[r])
-            fit = _fit_segments(seg)
-            ok[sel] = fit.ok
-            fits[:, sel] = fit.pair, fit.c1, fit.c2
+            found = _fit_segments(seg)
+            ok[sel] = found.ok
+            fits[:, sel] = found.pair, found.c1, found.c2
         probe = probing[rows]
         lo[rows[ok]] = lengths[ok]
         best[:, rows[ok]] = fits[:, ok]
@@ -655,12 +655,13 @@ def _greedy(frames, values, limit, moving, editable: bool) -> Generator[float, N
                 if corner or not np.isfinite(slope[lane]):
                     taken = twin
                 chosen[lane].broken[-1] = bool(corner)
-            length, fit = int(lo[taken]), best[:, taken].copy()
-            _settle(chosen[lane], key[lane], length, fit)
+            length, settled_fit = int(lo[taken]), best[:, taken].copy()
+            _settle(chosen[lane], key[lane], length, settled_fit)
             if editable:
                 end = key[lane] + length
                 span = frames[end] - frames[key[lane]]
-                slope[lane] = (columns[chan[lane], end] - fit[2]) / (HANDLE_PAIRS[int(fit[0]), 1] * span)
+                beta = HANDLE_PAIRS[int(settled_fit[0]), 1]
+                slope[lane] = (columns[chan[lane], end] - settled_fit[2]) / (beta * span)
             for twin in range(lane, lanes, width):
                 key[twin] += length
                 guess[twin] = max(length, 2)
