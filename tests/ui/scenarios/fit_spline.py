@@ -1,26 +1,73 @@
-"""Fit Spline from the Graph Editor's Signals tab: a real click runs the modal fit; Esc cancels it."""
+"""Fit Spline from the Graph Editor's Signals tab: a real click runs the modal fit in the default
+mode (Fewest Keys, whose panel greys the spline-only settings out); Esc cancels a fit."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import bpy
+import numpy as np
 from uikit import (
     Wait,
+    button_of,
     check,
     click_button,
     click_then_escape,
     demo_biped,
-    find_button,
     key_count,
     make_active,
     modal_running,
+    move_mouse,
     open_signals_sidebar,
     region_of,
+    region_pixels,
+    scan_buttons,
     screenshot,
 )
 
+from ._panels import PanelDraws, RegionDraws
+
 FIT = "anim_signals.fit_latent_spline"
+# Rows of the sidebar picture that differ by more than this (RGB, 0-1) between two modes.
+PIXEL_DIFF = 0.05
+
+
+def _bands(rows: np.ndarray, gap: int = 3) -> list[tuple[int, int]]:
+    """Runs of row indices (gaps up to ``gap`` rows bridged) as (first, last)."""
+    bands: list[tuple[int, int]] = []
+    for r in rows.tolist():
+        if bands and r - bands[-1][1] <= gap:
+            bands[-1] = (bands[-1][0], r)
+        else:
+            bands.append((r, r))
+    return bands
+
+
+def _greyed_out_in_fewest(area, sidebar, settings) -> Iterator[Wait]:
+    """The sidebar drawn in Fewest Keys and again in Auto Spline (nothing else changed): the rows
+    that differ are the Mode row (its text) and the spline-only settings (Keys, Keys on Whole
+    Frames, Free Handle Lengths), which Fewest Keys draws inactive: darker, their text at half
+    strength. Leaves the mode at Fewest Keys."""
+    draws = RegionDraws(bpy.types.SpaceGraphEditor)
+    try:
+        move_mouse(region_of(area, "WINDOW"), 40, 40)  # off the sidebar: no hover, no tooltip
+        yield draws.after(area, "sidebar drawn in Fewest Keys", 3)
+        fewest = region_pixels(screenshot("fit_spline_panel_fewest"), sidebar)
+        settings.mode = "AUTO"
+        yield draws.after(area, "sidebar drawn in Auto Spline", 3)
+        auto = region_pixels(screenshot("fit_spline_panel_auto"), sidebar)
+        settings.mode = "FEWEST"
+        yield draws.after(area, "sidebar drawn in Fewest Keys again", 3)
+    finally:
+        draws.close()
+    rows = np.where((np.abs(fewest - auto).max(axis=2) > PIXEL_DIFF).any(axis=1))[0]
+    bands = _bands(rows)
+    # region rows run bottom-up: the topmost band (the Mode row) is the last one
+    light = [(int(fewest[a:b + 1].sum()), int(auto[a:b + 1].sum())) for a, b in bands]
+    darker = [i for i, (f, a) in enumerate(light[:-1]) if f < a]  # below the Mode row
+    detail = f"bands (rows, sum Fewest/Auto): {[(b, f, a) for b, (f, a) in zip(bands, light)]}"
+    check("Fewest Keys greys out the spline-only settings (rows below Mode drawn darker than in Auto Spline)",
+          len(bands) >= 3 and len(darker) >= 2, detail)
 
 
 def run(area) -> Iterator[Wait]:
@@ -34,21 +81,43 @@ def run(area) -> Iterator[Wait]:
     yield from open_signals_sidebar(area)
     sidebar = region_of(area, "UI")
     check("Graph Editor sidebar shows the Signals tab", sidebar.active_panel_category == "Signals")
-    button: list = []
-    yield from find_button(sidebar, FIT, button)
-    if not check("Fit Spline button found in the Graph Editor sidebar", bool(button)):
+    settings = bpy.context.scene.anim_signals.fit
+    check("the sidebar's Fit Spline mode is Fewest Keys by default", settings.mode == "FEWEST", settings.mode)
+    yield from _greyed_out_in_fewest(area, sidebar, settings)
+    found: dict = {}
+    yield from scan_buttons(sidebar, found, stop_at=f"bpy.ops.{FIT}(")
+    xy = button_of(found, FIT)
+    if not check("Fit Spline button found in the Graph Editor sidebar", xy is not None):
         return
+    button = [xy]
+    check("the Fit Spline button passes mode Fewest Keys", button_of(found, FIT, mode="FEWEST") is not None,
+          next((c for c in found if FIT in c), ""))
     last = bpy.context.scene.anim_signals.last_fit
-    click_button(sidebar, button[0])  # a real click on the panel's button
-    # finished = the biped's result is shown and the modal run is over (not merely "not running",
-    # which is also true before Blender has handled the click)
-    yield Wait("Fit Spline finished", lambda: last.valid and last.object_name == biped.name
-               and not modal_running(FIT), 300.0)
+    # the panel's draws, each noting whether it had the biped's result to show
+    shown = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped.name)
+    try:
+        click_button(sidebar, button[0])  # a real click on the panel's button
+        # finished = the biped's result is shown and the modal run is over (not merely "not running",
+        # which is also true before Blender has handled the click)
+        yield Wait("Fit Spline finished", lambda: last.valid and last.object_name == biped.name
+                   and not modal_running(FIT), 300.0)
+        # the operator's own redraw at the end (nothing here tags the sidebar) shows the result
+        yield Wait("the panel redrawn with the result", lambda: any(shown.seen), 10.0, required=False)
+        check("the Fit Spline panel redraws with the result after the fit", any(shown.seen),
+              f"{len(shown.seen)} draws since the click")
+    finally:
+        shown.close()
     after = key_count(biped)
     check("Fit Spline reduces the keys", 0 < after < before, f"{before} -> {after} keys")
     check("Fit Spline result shown for the biped", last.valid and last.object_name == biped.name
           and last.keys_before == before and last.keys_after == after,
           f"last fit: {last.object_name} {last.keys_before} -> {last.keys_after}")
+    check("Fit Spline ran Fewest Keys", last.mode_used == "FEWEST", last.mode_used)
+    check("Fit Spline reports keyed frames and broken handles", 0 < last.keyed_frames <= 240 and last.broken_keys > 0,
+          f"{last.keyed_frames} keyed frames, {last.broken_keys} broken handles")
+    fcurves = biped.animation_data.action.fcurves
+    free = all(k.handle_left_type == k.handle_right_type == "FREE" for fc in fcurves for k in fc.keyframe_points)
+    check("Fewest Keys writes FREE handles", free)
     screenshot("fit_spline_done")
 
     biped2 = demo_biped("UI_Biped_Esc")
@@ -56,7 +125,13 @@ def run(area) -> Iterator[Wait]:
     before2 = key_count(biped2)
     action2 = biped2.animation_data.action
     actions_before = set(bpy.data.actions.keys())
-    yield from click_then_escape(sidebar, button[0], FIT, "the fit")
+    # Fewest Keys fits the biped in about half a second, too fast to be caught: Esc is tried on a
+    # spline mode (seconds), which the button passes from the sidebar the same way.
+    settings.mode = "AUTO"
+    try:
+        yield from click_then_escape(sidebar, button[0], FIT, "the fit")
+    finally:
+        settings.mode = "FEWEST"
     check("Esc cancels the fit: keys unchanged", key_count(biped2) == before2
           and biped2.animation_data.action == action2, f"{before2} -> {key_count(biped2)} keys")
     check("Esc cancels the fit: no action added", set(bpy.data.actions.keys()) == actions_before,
