@@ -420,6 +420,7 @@ def iter_fewest_keys(
     *,
     search: str = "FAST",
     handles: str = "FREE",
+    groups: np.ndarray | Sequence[int] | None = None,
 ) -> Generator[float, None, FewestKeys]:
     """Generator form of :func:`fewest_keys`: yields progress in [0, 1], returns the result.
 
@@ -451,6 +452,12 @@ def iter_fewest_keys(
         raise ValueError("editable handles chain each key's slope to the previous segment: use search='FAST'")
     if search not in SEARCHES:
         raise ValueError(f"search must be one of {SEARCHES}, got {search!r}")
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (m,):
+            raise ValueError(f"groups must have one label per channel, shape ({m},), got {groups.shape}")
+        if search == "EXACT":
+            raise ValueError("shared key frames (groups) are searched with search='FAST'")
     if search == "EXACT" and n > EXACT_MAX_SAMPLES:
         raise ValueError(f"search='EXACT' tests every pair of samples: at most {EXACT_MAX_SAMPLES} samples, "
                          f"got {n} (use search='FAST')")
@@ -465,7 +472,8 @@ def iter_fewest_keys(
             paths = {c: _shortest_path(feasible[lane]) for lane, c in enumerate(moving)}
             chosen = _refit(frames, values, [paths.get(c, np.array([0])) for c in range(m)], moving, limit)
         else:
-            chosen = yield from _greedy(frames, values, limit, moving, handles == "EDITABLE")
+            labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
+            chosen = yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)
     yield 0.97
     curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
     for lane, c in enumerate(moving):
@@ -486,6 +494,7 @@ def fewest_keys(
     *,
     search: str = "FAST",
     handles: str = "FREE",
+    groups: np.ndarray | Sequence[int] | None = None,
     progress: Progress | None = None,
 ) -> FewestKeys:
     """The fewest FREE-handle Bezier keys per channel that keep every sample within tolerance.
@@ -508,6 +517,11 @@ def fewest_keys(
         ``'EDITABLE'``: ALIGNED handles, each segment starting with the slope the previous one ended
         with, FREE only at detected corners (where a free start reaches ``CORNER_GAIN`` times as
         far); for animators who will edit the keys. FAST search only.
+    groups : array_like of int, shape (M,), optional
+        Channels with the same label share their key frames (for example all channels of a bone,
+        or all channels: keyed poses that read like hand keys in the Dope Sheet): a segment is
+        taken only where it passes for every moving channel of the group; each channel keeps its
+        own handles. Near-constant channels keep their single key. FAST search only.
     progress : callable, optional
         Called with a fraction in [0, 1]; returning True cancels (:class:`.latent.FitCancelled`).
 
@@ -530,7 +544,7 @@ def fewest_keys(
     """
     from .latent import FitCancelled
 
-    gen = iter_fewest_keys(values, frames, tolerance, search=search, handles=handles)
+    gen = iter_fewest_keys(values, frames, tolerance, search=search, handles=handles, groups=groups)
     try:
         while True:
             p = next(gen)
@@ -584,98 +598,116 @@ class _Chosen:
     broken: list[bool]
 
 
-def _greedy(frames, values, limit, moving, editable: bool) -> Generator[float, None, list[_Chosen]]:
+def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray) -> Generator[float, None, list[_Chosen]]:
     """From each key the longest feasible segment, every channel at once: the next key is its end.
 
-    Per lane a search state: ``lo`` a length known feasible, ``hi`` one known infeasible (0: none
-    yet). The length tried is the last segment's length first, then doubled until one fails, then
-    bisected; once settled, ``PROBES`` longer lengths (twice the failed one) are tried, and the
-    search grows on from one that passes. Lanes are grouped by padded length (powers of two), so
-    padding costs at most 2x.
+    The search runs per *unit*: a group of channels that share their key frames (``group_of``
+    labels the moving channels; one channel per group when keys are not shared). A length passes
+    for a unit when it passes for every channel in it. Per unit a search state: ``lo`` a length
+    known feasible, ``hi`` one known infeasible (0: none yet). The length tried is the last
+    segment's length first, then doubled until one fails, then bisected; once settled, ``PROBES``
+    longer lengths (twice the failed one) are tried, and the search grows on from one that passes.
+    Segments are grouped by padded length (powers of two), so padding costs at most 2x.
 
-    With ``editable``, every channel has two lanes: one whose first handle keeps the slope the
-    previous segment ended with (an ALIGNED key) and one free. The free one is taken, and the key
-    marked a corner, only where it reaches at least ``CORNER_GAIN`` times as far (and
-    ``CORNER_MIN_SAMPLES`` samples further).
+    With ``editable``, every unit has a twin: one whose first handles keep the slopes the previous
+    segments ended with (ALIGNED keys) and one free. The free one is taken, and the key marked a
+    corner, only where it reaches at least ``CORNER_GAIN`` times as far (and ``CORNER_MIN_SAMPLES``
+    samples further).
     """
     n = values.shape[0]
     columns = values.T
     width = moving.size
+    groups = int(group_of.max()) + 1
     variants = 2 if editable else 1
+    units = groups * variants
     lanes = width * variants
     chan = np.tile(moving, variants)
-    key = np.zeros(lanes, int)
-    lo = np.ones(lanes, int)
-    hi = np.zeros(lanes, int)
-    guess = np.full(lanes, 8)
+    unit_of = np.concatenate([group_of + v * groups for v in range(variants)])
+    members = [np.flatnonzero(group_of == g) for g in range(groups)]
+    key = np.zeros(units, int)
+    lo = np.ones(units, int)
+    hi = np.zeros(units, int)
+    guess = np.full(units, 8)
     trial = np.minimum(guess, n - 1)
-    probing = np.zeros(lanes, bool)
-    probes_left = np.full(lanes, PROBES)
+    probing = np.zeros(units, bool)
+    probes_left = np.full(units, PROBES)
     slope = np.full(lanes, np.nan)  # only the aligned lanes (the first ``width``) ever hold one
-    best = np.zeros((3, lanes))  # pair, c1, c2 of the fit at length lo
-    searching = np.ones(lanes, bool)
+    best = np.zeros((3, lanes))  # pair, c1, c2 of each lane's fit at its unit's length lo
+    searching = np.ones(units, bool)
     chosen = [_Chosen([0], [], [], [], [False]) for _ in range(width)]
     while searching.any():
-        rows = np.flatnonzero(searching)
+        rows = np.flatnonzero(searching[unit_of])  # lanes
+        lengths = trial[unit_of[rows]]
         ok = np.zeros(rows.size, bool)
-        lengths = trial[rows]
         bucket = np.ceil(np.log2(np.maximum(lengths - 1, 1))).astype(int)
         fits = np.zeros((3, rows.size))
         for b in np.unique(bucket):
             sel = np.flatnonzero(bucket == b)
             r = rows[sel]
-            seg = _segments(frames, columns, chan[r], key[r], lengths[sel], limit[chan[r]], pad=int(2**b),
-                            slope=slope[r])
+            seg = _segments(frames, columns, chan[r], key[unit_of[r]], lengths[sel], limit[chan[r]],
+                            pad=int(2**b), slope=slope[r])
             found = _fit_segments(seg)
             ok[sel] = found.ok
             fits[:, sel] = found.pair, found.c1, found.c2
-        probe = probing[rows]
-        lo[rows[ok]] = lengths[ok]
-        best[:, rows[ok]] = fits[:, ok]
-        hi[rows[~ok & ~probe]] = lengths[~ok & ~probe]
-        hi[rows[ok & probe]] = 0  # a longer segment past an infeasible one: keep growing from it
-        probing[rows] = False
-        room = n - 1 - key[rows]
-        settled = (lo[rows] == room) | ((hi[rows] > 0) & (hi[rows] - lo[rows] <= 1)) | (probe & ~ok)
+        tested = np.flatnonzero(searching)
+        misses = np.bincount(unit_of[rows][~ok], minlength=units)
+        unit_ok = misses[tested] == 0
+        lengths_u = trial[tested]
+        passed = tested[unit_ok]
+        lane_pass = np.isin(unit_of[rows], passed)
+        best[:, rows[lane_pass]] = fits[:, lane_pass]
+        probe = probing[tested]
+        lo[passed] = lengths_u[unit_ok]
+        failed = tested[~unit_ok & ~probe]
+        hi[failed] = lengths_u[~unit_ok & ~probe]
+        hi[tested[unit_ok & probe]] = 0  # a longer segment past an infeasible one: keep growing from it
+        probing[tested] = False
+        room = n - 1 - key[tested]
+        settled = (lo[tested] == room) | ((hi[tested] > 0) & (hi[tested] - lo[tested] <= 1)) | (probe & ~unit_ok)
         # Feasibility is not always monotone in the length (long eases): before settling, one probe
         # further out per key.
-        ask = settled & ~probe & (lo[rows] < room) & (probes_left[rows] > 0)
-        probes_left[rows[ask]] -= 1
-        probing[rows[ask]] = True
-        trial[rows[ask]] = np.minimum(room[ask], 2 * hi[rows[ask]] + 2)
-        searching[rows[settled & ~ask]] = False
-        for lane in np.flatnonzero(~searching[:width] & (key[:width] < n - 1)):
-            if editable and searching[lane + width]:
+        ask = settled & ~probe & (lo[tested] < room) & (probes_left[tested] > 0)
+        probes_left[tested[ask]] -= 1
+        probing[tested[ask]] = True
+        trial[tested[ask]] = np.minimum(room[ask], 2 * hi[tested[ask]] + 2)
+        searching[tested[settled & ~ask]] = False
+        for unit in np.flatnonzero(~searching[:groups] & (key[:groups] < n - 1)):
+            if editable and searching[unit + groups]:
                 continue  # its free twin has not settled yet
-            taken = lane
+            taken = unit
+            first = not np.isfinite(slope[members[unit][0]])
+            corner = False
             if editable:
-                twin = lane + width
-                corner = (np.isfinite(slope[lane]) and lo[twin] >= CORNER_GAIN * lo[lane]
-                          and lo[twin] >= lo[lane] + CORNER_MIN_SAMPLES)
-                if corner or not np.isfinite(slope[lane]):
+                twin = unit + groups
+                corner = (not first and lo[twin] >= CORNER_GAIN * lo[unit]
+                          and lo[twin] >= lo[unit] + CORNER_MIN_SAMPLES)
+                if corner or first:
                     taken = twin
-                chosen[lane].broken[-1] = bool(corner)
-            length, settled_fit = int(lo[taken]), best[:, taken].copy()
-            _settle(chosen[lane], key[lane], length, settled_fit)
-            if editable:
-                end = key[lane] + length
-                span = frames[end] - frames[key[lane]]
-                beta = HANDLE_PAIRS[int(settled_fit[0]), 1]
-                slope[lane] = (columns[chan[lane], end] - settled_fit[2]) / (beta * span)
-            for twin in range(lane, lanes, width):
+            length = int(lo[taken])
+            start = key[unit]
+            for j in members[unit]:
+                lane = j + (taken // groups) * width
+                settled_fit = best[:, lane].copy()
+                chosen[j].broken[-1] = bool(corner)
+                _settle(chosen[j], start, length, settled_fit)
+                if editable:
+                    end = start + length
+                    beta = HANDLE_PAIRS[int(settled_fit[0]), 1]
+                    slope[j] = (columns[chan[j], end] - settled_fit[2]) / (beta * (frames[end] - frames[start]))
+            for twin in range(unit, units, groups):
                 key[twin] += length
                 guess[twin] = max(length, 2)
                 lo[twin], hi[twin] = 1, 0
                 probes_left[twin] = PROBES
                 searching[twin] = key[twin] < n - 1
-        rows = np.flatnonzero(searching & ~probing)
-        room = n - 1 - key[rows]
-        fresh = (lo[rows] == 1) & (hi[rows] == 0)
-        grow = hi[rows] == 0
-        nxt = np.where(grow, np.minimum(lo[rows] * 2, room), (lo[rows] + hi[rows]) // 2)
-        nxt = np.where(fresh, np.minimum(guess[rows], room), nxt)
-        trial[rows] = np.maximum(nxt, 1)
-        yield 0.95 * float(np.mean(key[:width])) / max(n - 1, 1)
+        nxt_units = np.flatnonzero(searching & ~probing)
+        room = n - 1 - key[nxt_units]
+        fresh = (lo[nxt_units] == 1) & (hi[nxt_units] == 0)
+        grow = hi[nxt_units] == 0
+        nxt = np.where(grow, np.minimum(lo[nxt_units] * 2, room), (lo[nxt_units] + hi[nxt_units]) // 2)
+        nxt = np.where(fresh, np.minimum(guess[nxt_units], room), nxt)
+        trial[nxt_units] = np.maximum(nxt, 1)
+        yield 0.95 * float(np.mean(key[:groups])) / max(n - 1, 1)
     return chosen
 
 
