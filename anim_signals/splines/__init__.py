@@ -27,6 +27,9 @@ bezier
 key_reduction
     The fewest keys per channel, every segment with its own free handles (the Fit Spline
     operator's default): :func:`fewest_keys`, a shortest path over key positions.
+object_space
+    Object-space error bounds for a rig (ACL's virtual vertices): per-channel tolerances that
+    keep every joint within X, :func:`joint_tolerances`; :func:`tighten_chains` for verification.
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
@@ -34,9 +37,11 @@ from .bspline import BezierCurve, constant_curve, spline_to_bezier
 from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
 from .key_reduction import FewestKeys, fewest_keys, iter_fewest_keys
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
+from .object_space import bone_reach, joint_error_bound, joint_tolerances, tighten_chains
 
 __all__ = [
     "BezierCurve",
+    "bone_reach",
     "ChannelsFit",
     "FewestKeys",
     "FitCancelled",
@@ -51,7 +56,10 @@ __all__ = [
     "interpolating_curve",
     "iter_fewest_keys",
     "iter_fit_channels",
+    "joint_error_bound",
+    "joint_tolerances",
     "prune_keys",
     "repair_keys",
     "spline_to_bezier",
+    "tighten_chains",
 ]
