@@ -639,17 +639,20 @@ class BezierCurve:
         p0, p3 = self.co[seg], self.co[seg + 1]
         p1, p2 = self.handle_right[seg], self.handle_left[seg + 1]
         # Handles at 1/3 and 2/3 of the segment make x(t) linear: t = (f - x0) / h. Otherwise
-        # x(t) = frame is solved by bisection (x(t) is monotone while handles stay inside the
-        # segment, which Blender enforces by rescaling them).
+        # x(t) = frame is solved by bisection (x(t) is monotone while each handle's x-extent is
+        # within the segment, which Blender enforces by shortening a longer one).
         t = np.clip((frames - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)
         h = x1 - x0
         thirds = np.isclose(p1[:, 0] - p0[:, 0], h / 3) & np.isclose(p3[:, 0] - p2[:, 0], h / 3)
         if not thirds.all():
-            # Blender scales both handles down when their x-extents overlap (correct_bezpart)
+            # Blender (BKE_fcurve_correct_bezpart, 4.2 to 5.0) shortens each handle on its own,
+            # only where its x-extent is longer than the whole segment; handles that merely
+            # overlap are kept (x(t) stays monotone for x-extents within the segment).
             len1, len2 = np.abs(p1[:, 0] - p0[:, 0]), np.abs(p3[:, 0] - p2[:, 0])
-            fac = np.where(len1 + len2 > h, h / np.maximum(len1 + len2, 1e-300), 1.0)[:, None]
-            p1 = p0 + (p1 - p0) * fac
-            p2 = p3 + (p2 - p3) * fac
+            fac1 = np.where(len1 > h, h / np.maximum(len1, 1e-300), 1.0)[:, None]
+            fac2 = np.where(len2 > h, h / np.maximum(len2, 1e-300), 1.0)[:, None]
+            p1 = p0 + (p1 - p0) * fac1
+            p2 = p3 + (p2 - p3) * fac2
             q1, q2 = p1[:, 0], p2[:, 0]
             lo, hi = np.zeros_like(t), np.ones_like(t)
             for _ in range(30):

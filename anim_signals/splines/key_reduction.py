@@ -24,8 +24,8 @@ The segment test is a cascade, cheapest first, over many segments at once:
 1. Handles at thirds (Blender's x(t) is then linear, t = u): the two inner control values by least
    squares (a 2 x 2 system per segment).
 2. Where that misses: a table of handle-length
-   pairs (fractions ``alpha``, ``beta`` of the segment, ``alpha + beta <= 1`` so Blender never
-   rescales the handles), least squares each. On mocap this keeps about 20 % fewer keys than thirds.
+   pairs (fractions ``alpha``, ``beta`` of the segment, each at most 1 so Blender keeps the handles
+   as they are), least squares each. On mocap this keeps about 20 % fewer keys than thirds.
 3. Where all miss and the best pair's RMS is within the limit (least squares has the smallest RMS,
    so a larger one rules the pair out): Lawson's iteratively reweighted least squares, which moves
    that pair's solution towards the minimax (Chebyshev) one (another 5-8 % fewer keys).
@@ -56,12 +56,12 @@ SEARCHES = ("FAST", "EXACT")
 HANDLES = ("FREE", "EDITABLE")
 EXACT_MAX_SAMPLES = 400
 # Handle lengths as fractions (alpha, beta) of the segment; thirds first. alpha + beta <= 1.
-_LENGTHS = (0.05, 0.2, 0.35, 0.5, 0.65, 0.8)
-# Handle lengths as fractions (alpha, beta) of the segment, alpha + beta <= 1; thirds first. 26
-# pairs: on mocap, 9 pairs kept 2-3 % more keys, 56 pairs 0.5 % fewer at 1.4x the time.
-HANDLE_PAIRS = np.array(
-    [(1 / 3, 1 / 3)] + [(a, b) for a in _LENGTHS for b in _LENGTHS if a + b <= 1.0 + 1e-9 and not a == b == 0.35]
-)
+_LENGTHS = (0.05, 0.2, 0.35, 0.5, 0.7, 1.0)
+# Handle x-extents as fractions (alpha, beta) of the segment, thirds first, 36 pairs. Each is at
+# most the segment, so Blender keeps them as they are (it shortens only a handle longer than the
+# segment) and x(t) stays monotone; overlapping handles (alpha + beta > 1) make long eases. On
+# mocap: 26 pairs with alpha + beta <= 1 kept 3-4 % more keys, 9 pairs 6 % more.
+HANDLE_PAIRS = np.array([(1 / 3, 1 / 3)] + [(a, b) for a in _LENGTHS for b in _LENGTHS if not a == b == 0.35])
 LAWSON_ITERATIONS = 12
 # Editable handles: a key becomes a corner (FREE) where a free first handle reaches this many times
 # as far as the aligned one, and at least this many samples further.
@@ -119,7 +119,7 @@ def _bernstein(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 def _inverse_x(u: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Bezier parameter t with x(t) = u for x-controls (0, alpha, 1 - beta, 1); broadcasting.
 
-    x(t) is increasing for alpha, beta in [0, 1] with alpha + beta <= 1. Bisection to ~1e-12.
+    x(t) is non-decreasing for alpha, beta in [0, 1] (overlapping handles included). Bisection to ~1e-12.
     """
     u, alpha, beta = np.broadcast_arrays(u, alpha, beta)
     lo, hi = np.zeros(u.shape), np.ones(u.shape)
