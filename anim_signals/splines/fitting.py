@@ -331,9 +331,10 @@ def iter_fit_channels(
     samples = _prepare(values, frames)
     values, frames, tau = samples
     n, m = values.shape
-    _check_degree(degree, n)
-    tol = _channel_tolerances(tolerance, m)
     _check_options(mode, continuity)
+    if mode not in ("FEWEST", "EDITABLE"):  # keys on samples: no spline degree to satisfy
+        _check_degree(degree, n)
+    tol = _channel_tolerances(tolerance, m)
     internal_knots = positive_int("internal_knots", internal_knots, minimum=0)
     _check_search_settings(population, max_iterations, seed)
     _check_representable(values, tol)

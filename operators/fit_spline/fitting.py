@@ -95,7 +95,9 @@ class FitPlan:
 def kept_text(plan: FitPlan, degree: int) -> str:
     """What the curves left as they are lack: keys on enough distinct frames (several keys on one
     frame count once)."""
-    text = f"{plan.kept} with keys on fewer than {degree + 1} frames (degree {degree} needs {degree + 1})"
+    text = f"{plan.kept} with keys on fewer than {degree + 1} frames"
+    if degree > 1:
+        text += f" (degree {degree} needs {degree + 1})"
     if plan.kept_shared:
         text += f"; {plan.kept_shared} of them have several keys on one frame (keys sharing a frame count once)"
     return text

@@ -57,12 +57,17 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
             "continuity": self.continuity,
         }
 
+    def curve_degree(self) -> int:
+        """The fewest keyed frames a curve needs, minus one: Fewest and Editable Keys reduce any
+        curve keyed on two frames or more; the spline modes need degree + 1."""
+        return 1 if self.mode in ("FEWEST", "EDITABLE") else self.degree
+
     def prepare(self, context) -> FitPlan:
         return plan_fit(
             context.active_object,
             target=self.target,
             channels=self.channels,
-            degree=self.degree,
+            degree=self.curve_degree(),
             max_error_rotation=self.max_error_rotation,
             max_error_location=self.max_error_location,
             max_error_other=self.max_error_other,
@@ -78,7 +83,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
         context.scene.anim_signals.last_fit.store(summary, plan.object_name)
         msg = summary.message()
         if plan.kept:
-            msg += f"; curves left as they are: {kept_text(plan, self.degree)}"
+            msg += f"; curves left as they are: {kept_text(plan, self.curve_degree())}"
         if summary.within_tolerance:
             self.report({"INFO"}, msg)
         else:

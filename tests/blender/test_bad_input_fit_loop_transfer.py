@@ -163,7 +163,8 @@ def test_fit_single_key_and_tiny_range(scene):
     for fc in fcurves_of(ob):
         fc.keyframe_points.clear()
         fc.keyframe_points.insert(7, 1.0)
-    assert_refused(op("fit_latent_spline"), "keys on fewer than 4 frames")
+    assert_refused(op("fit_latent_spline"), "keys on fewer than 2 frames")  # Fewest Keys
+    assert_refused(op("fit_latent_spline", mode="LATENT"), "keys on fewer than 4 frames")
     # Keys a fiftieth of a frame apart are distinct frames: fitted, every key kept finite.
     frames = 1.0 + 0.02 * np.arange(6)
     for fc in fcurves_of(ob):

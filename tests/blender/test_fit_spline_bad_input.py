@@ -67,9 +67,10 @@ def test_nothing_selected(scene, ext):
 
 def test_fewer_keys_than_degree_plus_one(scene, ext):
     ob, _, _ = make_object(n_frames=3)
-    _expect_cancelled(ext, ob, "fewer than 4 frames", degree=3)
-    # Degree 1 needs only 2 keys: the same clip fits.
+    _expect_cancelled(ext, ob, "fewer than 4 frames", degree=3, mode="PER_CHANNEL")
+    # Degree 1 needs only 2 keys: the same clip fits; so does Fewest Keys, whatever the degree.
     assert run_fit(degree=1, mode="LATENT") == {"FINISHED"}
+    assert run_fit(degree=3) == {"FINISHED"}
 
 
 def test_every_curve_constant(scene, ext):
