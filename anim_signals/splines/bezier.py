@@ -14,7 +14,7 @@ import numpy as np
 
 from .bspline import BezierCurve
 
-__all__ = ["broken_handles", "hermite_keys", "prune_keys", "repair_keys", "segment_values"]
+__all__ = ["broken_handles", "hermite_keys", "insert_keys", "prune_keys", "repair_keys", "segment_values"]
 
 # Handle lengths tried, as fractions of the segment: a + b <= 1 so Blender never rescales them.
 _STEPS = np.arange(1, 12) / 12.0
@@ -56,6 +56,75 @@ def broken_handles(curve: BezierCurve, *, angle_deg: float = 0.5) -> int:
     dot = np.einsum("ij,ij->i", into, out)
     angle = np.degrees(np.abs(np.arctan2(cross, dot)))
     return int(np.count_nonzero(angle > angle_deg))
+
+
+def insert_keys(curve: BezierCurve, frames: np.ndarray) -> BezierCurve:
+    """The same curve with keys added at ``frames``: each segment split exactly (de Casteljau).
+
+    Blender's evaluation of the result equals the input's at every frame: a new key lies on the
+    curve, its handles are the split's (collinear, ALIGNED), and the neighbouring keys' handles
+    are shortened to the part of the segment they now span. Frames that are keys already, or
+    outside the keyed range, are skipped, and so are frames where a split handle would be longer
+    than its new segment (Blender would shorten it and change the curve; only possible where the
+    x-handles are not at thirds, so never on spline keys).
+
+    Parameters
+    ----------
+    curve : BezierCurve
+    frames : array_like, shape (F,)
+
+    Returns
+    -------
+    BezierCurve
+
+    Examples
+    --------
+    >>> co = np.array([[0.0, 0.0], [30.0, 1.0]])
+    >>> c = BezierCurve(co, co - [10.0, 0.0], co + [[10.0, 0.0], [10.0, 0.0]], np.array(["FREE"] * 2))
+    >>> split = insert_keys(c, [12.0])
+    >>> split.n_keys, bool(np.allclose(split.evaluate(np.arange(31.0)), c.evaluate(np.arange(31.0))))
+    (3, True)
+    """
+    frames = np.unique(np.asarray(frames, dtype=float))
+    xs = curve.co[:, 0]
+    frames = frames[(frames > xs[0]) & (frames < xs[-1]) & ~np.isin(frames, xs)]
+    if curve.n_keys < 2 or frames.size == 0:
+        return curve
+    co, left, right = list(curve.co), list(curve.handle_left), list(curve.handle_right)
+    types = list(curve.handle_type)
+    for f in frames[::-1]:  # from the end: earlier indices stay valid
+        k = int(np.searchsorted(np.asarray([c[0] for c in co]), f, side="right") - 1)
+        p0, p1, p2, p3 = co[k], right[k], left[k + 1], co[k + 1]
+        h = p3[0] - p0[0]
+        # Blender's correction first (a handle longer than the segment is shortened), as evaluate does
+        len1, len2 = abs(p1[0] - p0[0]), abs(p3[0] - p2[0])
+        if len1 > h:
+            p1 = p0 + (p1 - p0) * h / len1
+        if len2 > h:
+            p2 = p3 + (p2 - p3) * h / len2
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            t = 0.5 * (lo + hi)
+            u = 1.0 - t
+            x = u**3 * p0[0] + 3 * u * u * t * p1[0] + 3 * u * t * t * p2[0] + t**3 * p3[0]
+            lo, hi = (t, hi) if x < f else (lo, t)
+        t = 0.5 * (lo + hi)
+        a = p0 + (p1 - p0) * t
+        b = p1 + (p2 - p1) * t
+        c = p2 + (p3 - p2) * t
+        d = a + (b - a) * t
+        e = b + (c - b) * t
+        mid = d + (e - d) * t
+        mid = np.array([f, mid[1]])  # exactly on the frame
+        if a[0] - p0[0] > f - p0[0] + 1e-9 or p3[0] - c[0] > p3[0] - f + 1e-9 \
+                or f - d[0] > f - p0[0] + 1e-9 or e[0] - f > p3[0] - f + 1e-9:
+            continue  # Blender would shorten a handle longer than its new segment: not exact
+        right[k], left[k + 1] = a, c
+        co.insert(k + 1, mid)
+        left.insert(k + 1, d)
+        right.insert(k + 1, e)
+        types.insert(k + 1, "ALIGNED")
+    return BezierCurve(np.array(co), np.array(left), np.array(right), np.array(types))
 
 
 def segment_values(

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..validation import choice, finite_array, finite_result, positive_int
-from .bezier import hermite_keys, prune_keys, repair_keys
+from .bezier import hermite_keys, insert_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
 from .key_reduction import iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
@@ -254,26 +254,34 @@ def _check_options(mode: str, continuity: str) -> None:
 
 
 def _fit_run(
-    samples: _Samples, tol: np.ndarray, moving: np.ndarray, mode: str, settings: _GroupSettings, lo: float, width: float
+    samples: _Samples, tol: np.ndarray, moving: np.ndarray, mode: str, settings: _GroupSettings, lo: float,
+    width: float, groups: np.ndarray | None = None,
 ) -> Generator[float, None, list[BezierCurve]]:
     """Every channel's keys in one mode: constant channels one key, the moving ones fitted
-    together. Yields overall progress in [lo, lo + width]."""
+    together (LATENT: one latent spline per group when ``groups`` labels the channels). Yields
+    overall progress in [lo, lo + width]."""
     values, frames, tau = samples
     curves = [
         constant_curve(frames[0], 0.5 * (values[:, j].max() + values[:, j].min())) for j in range(values.shape[1])
     ]
-    if moving.size:
-        sub = _group_fit(values[:, moving], frames, tau, tol[moving], mode == "LATENT", settings)
+    parts = [moving]
+    if mode == "LATENT" and groups is not None:
+        parts = [moving[groups[moving] == g] for g in np.unique(groups[moving])]
+    for p, part in enumerate(parts):
+        if not part.size:
+            continue
+        p_lo, p_width = lo + width * p / len(parts), width / len(parts)
+        sub = _group_fit(values[:, part], frames, tau, tol[part], mode == "LATENT", settings)
         while True:
             try:
                 frac = next(sub)
             except StopIteration as stop:
                 fitted = stop.value
                 break
-            yield lo + width * min(frac, 1.0)
-        for j, curve in zip(moving, fitted, strict=True):
+            yield p_lo + p_width * min(frac, 1.0)
+        for j, curve in zip(part, fitted, strict=True):
             curves[j] = curve
-        yield lo + width
+    yield lo + width
     return curves
 
 
@@ -306,6 +314,7 @@ def iter_fit_channels(
     snap_to_frames: bool = False,
     continuity: str = "C1",
     free_handles: bool = False,
+    groups: np.ndarray | Sequence[int] | None = None,
 ) -> Generator[float, None, ChannelsFit]:
     """Generator form of :func:`fit_channels`: yields progress in [0, 1], returns the fit.
 
@@ -339,8 +348,12 @@ def iter_fit_channels(
     _check_search_settings(population, max_iterations, seed)
     _check_representable(values, tol)
     iters = DEFAULT_CHANNEL_ITERATIONS if max_iterations is None else int(max_iterations)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != (m,):
+            raise ValueError(f"groups must have one label per channel, shape ({m},), got {groups.shape}")
     return _iter_fit(samples, tol, mode, internal_knots, degree, population, iters, seed, snap_to_frames,
-                     continuity, free_handles)
+                     continuity, free_handles, groups)
 
 
 def _iter_fit(
@@ -355,12 +368,14 @@ def _iter_fit(
     snap_to_frames: bool,
     continuity: str,
     free_handles: bool,
+    groups: np.ndarray | None = None,
 ) -> Generator[float, None, ChannelsFit]:
     values, frames, tau = samples
     if mode in ("FEWEST", "EDITABLE"):
         # Keys on samples, every segment its own handles (fewest_keys), free or aligned; the spline
         # settings (knots, degree, continuity, CMA-ES) do not apply.
-        found = yield from iter_fewest_keys(values, frames, tol, handles="FREE" if mode == "FEWEST" else "EDITABLE")
+        found = yield from iter_fewest_keys(values, frames, tol, handles="FREE" if mode == "FEWEST" else "EDITABLE",
+                                            groups=groups)
         for j, curve in enumerate(found.curves):
             for part in (curve.co, curve.handle_left, curve.handle_right):
                 finite_result(f"the keys of channel {j}", part)
@@ -373,7 +388,7 @@ def _iter_fit(
     for run_index, (md, mult) in enumerate(runs):
         lo, width = run_index / len(runs), 1.0 / len(runs)
         settings = _GroupSettings(degree, mult, internal_knots, population, iters, seed, snap)
-        curves = yield from _fit_run(samples, tol, moving, md, settings, lo, width)
+        curves = yield from _fit_run(samples, tol, moving, md, settings, lo, width, groups)
         count = sum(c.n_keys for c in curves)
         if best is None or count < best.n_keys:
             best = _Run(count, md, curves)
@@ -387,11 +402,27 @@ def _iter_fit(
             for j, curve in enumerate(curves)
         ]
         yield FREE_HANDLES_PROGRESS
+    if best.mode == "LATENT" and groups is not None:
+        curves = _share_key_frames(curves, groups)
     for j, curve in enumerate(curves):
         for part in (curve.co, curve.handle_left, curve.handle_right):
             finite_result(f"the keys of channel {j}", part)
     yield 1.0
     return _summary(curves, best.mode, values, frames, tol)
+
+
+def _share_key_frames(curves: list[BezierCurve], groups: np.ndarray) -> list[BezierCurve]:
+    """Every curve of a group keyed on the union of the group's key frames (the keys the latent
+    spline's repair added to single curves), by exact splits: the curves do not change."""
+    out = list(curves)
+    for g in np.unique(groups):
+        members = [j for j in np.flatnonzero(groups == g) if curves[j].n_keys > 1]
+        if len(members) < 2:
+            continue
+        union = np.unique(np.concatenate([curves[j].co[:, 0] for j in members]))
+        for j in members:
+            out[j] = insert_keys(curves[j], union)
+    return out
 
 
 def fit_channels(
@@ -408,6 +439,7 @@ def fit_channels(
     snap_to_frames: bool = False,
     continuity: str = "C1",
     free_handles: bool = False,
+    groups: np.ndarray | Sequence[int] | None = None,
     progress: Progress | None = None,
 ) -> ChannelsFit:
     """Fit exact Bezier keys to every channel so each original sample stays within tolerance.
@@ -452,6 +484,10 @@ def fit_channels(
         After the spline fit, remove every key that one Blender segment with re-chosen handle
         lengths can replace within tolerance (the result is no longer a B-spline, but still
         exact Bezier keys that Blender evaluates as we do).
+    groups : array_like of int, shape (M,), optional
+        Channels with the same label share their key frames (for example per bone): FEWEST and
+        EDITABLE take a segment where it passes for every channel of the group; LATENT fits one
+        latent spline per group (default: all channels). Ignored by PER_CHANNEL.
     progress : callable, optional
         ``progress(fraction)`` with fraction in [0, 1]; returning False cancels.
 
@@ -487,7 +523,7 @@ def fit_channels(
     gen = iter_fit_channels(
         values, frames, tolerance, mode=mode, internal_knots=internal_knots, degree=degree,
         population=population, max_iterations=max_iterations, seed=seed, snap_to_frames=snap_to_frames,
-        continuity=continuity, free_handles=free_handles,
+        continuity=continuity, free_handles=free_handles, groups=groups,
     )
     while True:
         try:

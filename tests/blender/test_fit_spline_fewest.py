@@ -431,3 +431,50 @@ def test_panel_greys_out_the_spline_settings_in_fewest_mode(scene, mode):
     assert all(active[name] for name in ALWAYS), active
     assert all(active[name] == (mode != "FEWEST") for name in SPLINE_ONLY), active
     assert ("set", "mode", mode) in calls  # the button passes the sidebar's mode
+
+
+# ----------------------------------------------------------------------------------------------
+# Editable Keys and shared key frames
+# ----------------------------------------------------------------------------------------------
+
+
+def test_editable_keys_are_aligned_except_at_corners(scene):
+    ob, frames, expected = _rig()
+    assert run_fit(mode="EDITABLE") == {"FINISHED"}
+    _assert_within_tolerance(ob, frames, expected)
+    res = scene.anim_signals.last_fit
+    assert res.mode_used == "EDITABLE"
+    corners = 0
+    for key, fc in _curves(ob).items():
+        kps = fc.keyframe_points
+        co, hl, hr = _handles(fc)
+        for i, k in enumerate(kps):
+            assert k.handle_left_type == k.handle_right_type, key
+            if k.handle_left_type == "ALIGNED" and 0 < i < len(kps) - 1:
+                into, out = co[i] - hl[i], hr[i] - co[i]
+                angle = math.degrees(abs(math.atan2(into[0] * out[1] - into[1] * out[0], into @ out)))
+                assert angle < 0.05, (key, i, angle)  # collinear up to float32
+            corners += k.handle_left_type == "FREE" and 0 < i < len(kps) - 1
+    # broken handles only at the corners the mode allows
+    assert res.broken_keys <= corners
+    assert corners <= 0.2 * res.keys_after
+    run_fit(mode="FEWEST")
+    assert scene.anim_signals.last_fit.keys_after <= res.keys_after
+
+
+@pytest.mark.parametrize("mode", ["FEWEST", "LATENT"])
+@pytest.mark.parametrize("share", ["BONE", "ALL"])
+def test_shared_key_frames(scene, mode, share):
+    ob, frames, expected = _rig()
+    assert run_fit(mode=mode, share_keys=share) == {"FINISHED"}
+    _assert_within_tolerance(ob, frames, expected)
+    by_owner: dict[str, set] = {}
+    for (path, _), fc in _curves(ob).items():
+        x = tuple(np.round(key_array(fc)[:, 0], 3))
+        if len(x) > 1:  # near-constant curves keep one key
+            owner = path.split("]")[0] if share == "BONE" else "all"
+            by_owner.setdefault(owner, set()).add(x)
+    assert by_owner and all(len(v) == 1 for v in by_owner.values()), by_owner
+    res = scene.anim_signals.last_fit
+    shared = set().union(*(next(iter(v)) for v in by_owner.values()))
+    assert res.keyed_frames == len(shared | {float(frames[0])})

@@ -18,7 +18,8 @@ from anim_signals.splines.key_reduction import ACCEPT_SHARE, fewest_keys, segmen
 
 
 def reference_evaluate(curve, frames):
-    """Blender's Bezier evaluation, slowly: per frame the real root of x(t) = frame in [0, 1]."""
+    """Blender's Bezier evaluation, slowly: a handle longer than its segment shortened (as Blender's
+    BKE_fcurve_correct_bezpart does), then per frame the real root of x(t) = frame in [0, 1]."""
     out = []
     co, hl, hr = curve.co, curve.handle_left, curve.handle_right
     for f in np.atleast_1d(frames):
@@ -30,6 +31,11 @@ def reference_evaluate(curve, frames):
             continue
         k = int(np.searchsorted(co[:, 0], f, side="right") - 1)
         p0, p1, p2, p3 = co[k], hr[k], hl[k + 1], co[k + 1]
+        h = p3[0] - p0[0]  # Blender shortens a handle longer than its segment (correct_bezpart)
+        if abs(p1[0] - p0[0]) > h:
+            p1 = p0 + (p1 - p0) * h / abs(p1[0] - p0[0])
+        if abs(p3[0] - p2[0]) > h:
+            p2 = p3 + (p2 - p3) * h / abs(p3[0] - p2[0])
         # x(t) - f as a polynomial in t (power basis), highest power first
         xs = np.array([p0[0], p1[0], p2[0], p3[0]])
         ys = np.array([p0[1], p1[1], p2[1], p3[1]])
@@ -440,3 +446,35 @@ def test_groups_need_one_label_per_channel():
     frames = np.arange(20.0)
     with pytest.raises(ValueError, match="label"):
         fewest_keys(np.zeros((20, 3)) + frames[:, None], frames, 0.1, groups=[0, 1])
+
+
+def test_insert_keys_leaves_the_curve_as_blender_evaluates_it():
+    from anim_signals.splines.bezier import insert_keys
+    from anim_signals.splines.bspline import BezierCurve
+
+    rng = np.random.default_rng(4)
+    xs = np.array([0.0, 7.0, 20.0, 26.0, 40.0])
+    co = np.column_stack([xs, rng.normal(size=5)])
+    left = co - np.column_stack([rng.uniform(0.5, 9.0, 5), rng.normal(size=5)])  # some overlap
+    right = co + np.column_stack([rng.uniform(0.5, 9.0, 5), rng.normal(size=5)])
+    curve = BezierCurve(co, left, right, np.array(["FREE"] * 5))
+    split = insert_keys(curve, [3.0, 5.5, 7.0, 11.0, 21.0, 39.0, 50.0])
+    # 7 and 50 skipped (a key already, outside); 21 too: the segment 20-26 has handles longer
+    # than itself, and a split handle would be longer than its new segment
+    np.testing.assert_array_equal(split.co[:, 0], [0, 3, 5.5, 7, 11, 20, 26, 39, 40])
+    frames = np.linspace(0, 40, 161)
+    np.testing.assert_allclose(reference_evaluate(split, frames), reference_evaluate(curve, frames), atol=1e-8)
+    new = ~np.isin(split.co[:, 0], xs)
+    assert set(split.handle_type[new]) == {"ALIGNED"}
+    s_in, s_out = slopes(split)
+    np.testing.assert_allclose(s_in[new], s_out[new], rtol=1e-9)
+
+
+def test_latent_spline_groups_share_key_frames():
+    rng = np.random.default_rng(2)
+    frames = np.arange(90.0)
+    y = np.cumsum(np.cumsum(rng.normal(size=(90, 4)), axis=0), axis=0) / 50
+    fit = fit_channels(y, frames, 0.02, mode="LATENT", groups=[0, 0, 1, 1])
+    assert fit.within_tolerance
+    for a, b in ((0, 1), (2, 3)):
+        np.testing.assert_array_equal(fit.curves[a].co[:, 0], fit.curves[b].co[:, 0])
