@@ -29,10 +29,19 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
         col.prop(s, "target")
         col.prop(s, "channels")
         col.prop(s, "mode")
+        sub = col.column()
+        sub.active = s.mode != "PER_CHANNEL"
+        sub.prop(s, "share_keys")
         spline = s.mode not in ("FEWEST", "EDITABLE")  # the spline settings do not apply to these
         sub = col.column()
         sub.active = spline
         sub.prop(s, "continuity")
+        col = layout.column()
+        col.prop(s, "error_space")
+        if s.error_space == "JOINTS":  # armatures: the armature's curves get tolerances from the bone lengths
+            sub = col.column(align=True)
+            sub.prop(s, "max_joint_error", text="Max Joint Error (cm)")
+            sub.prop(s, "shell_distance", text="Shell Distance (cm)")
         col = layout.column(align=True)
         col.prop(s, "max_error_rotation", text="Max Error Rotation")
         col.prop(s, "max_error_location", text="Location")

@@ -378,13 +378,14 @@ def tighten_chains(
     channel_bones: Sequence[int] | np.ndarray,
     bones: Sequence[int] | np.ndarray,
     *,
-    factor: float = 0.5,
+    factor: float | Sequence[float] | np.ndarray = 0.5,
     channel_kinds: Sequence[str] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Tighten the tolerances of every channel on the chains of ``bones`` (for a verification loop).
 
     The channels of each bone in ``bones``, of its ancestors and of the object itself (bone -1)
-    are multiplied by ``factor``: all the channels that move those bones' virtual vertices.
+    are multiplied by ``factor``: all the channels that move those bones' virtual vertices. With
+    one factor per bone, a channel on several of the chains gets the smallest of their factors.
 
     Parameters
     ----------
@@ -392,10 +393,10 @@ def tighten_chains(
     parents : array_like of int, shape (B,)
     channel_bones : array_like of int, shape (M,)
         The bone of each channel (-1: the object).
-    bones : array_like of int
+    bones : array_like of int, shape (K,)
         Bones whose virtual vertices missed the target.
-    factor : float
-        In (0, 1).
+    factor : float or array_like of shape (K,)
+        In (0, 1): e.g. 0.5, or per bone the target over the measured error (with a margin).
     channel_kinds : sequence of str, optional
         When given, channels of kinds :func:`joint_tolerances` does not bound are left alone.
 
@@ -411,16 +412,26 @@ def tighten_chains(
     >>> tol, changed = tighten_chains([1.0, 1.0, 1.0], [-1, 0, 0], [0, 1, 2], [1])
     >>> tol.tolist(), changed.tolist()
     ([0.5, 0.5, 1.0], [True, True, False])
+    >>> tighten_chains([1.0, 1.0, 1.0], [-1, 0, 0], [0, 1, 2], [1, 2], factor=[0.5, 0.25])[0].tolist()
+    [0.25, 0.5, 0.25]
     """
-    if not 0.0 < factor < 1.0:
+    bones = np.asarray(bones, dtype=np.int64).reshape(-1)
+    f_arr = np.asarray(factor, dtype=np.float64)
+    if f_arr.ndim > 1 or (f_arr.ndim == 1 and f_arr.size != bones.size):
+        raise ValueError("factor must be a number or one per bone")
+    if not np.all((f_arr > 0.0) & (f_arr < 1.0)):
         raise ValueError("factor must be in (0, 1)")
+    factors = np.broadcast_to(f_arr, bones.shape)
     tol = np.asarray(tolerances, dtype=np.float64).reshape(-1).copy()
     cb = np.asarray(channel_bones, dtype=np.int64).reshape(-1)
     if cb.size != tol.size:
         raise ValueError(f"{tol.size} tolerances but {cb.size} channel bones")
-    chain = chain_bones(parents, bones)
-    changed = np.isin(cb, chain) | ((cb < 0) & (np.asarray(bones).size > 0))
+    scale = np.ones(tol.size)
+    for b, f in zip(bones, factors, strict=True):
+        on_chain = np.isin(cb, chain_bones(parents, [b])) | (cb < 0)
+        scale[on_chain] = np.minimum(scale[on_chain], f)
     if channel_kinds is not None:
-        changed &= np.array([_kind(k) is not None for k in channel_kinds], dtype=bool)
-    tol[changed] *= factor
+        scale[~np.array([_kind(k) is not None for k in channel_kinds], dtype=bool)] = 1.0
+    changed = scale < 1.0
+    tol *= scale
     return tol, changed

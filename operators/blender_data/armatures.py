@@ -7,8 +7,10 @@ not-assigned action: :func:`bone_heads_with_action`; in cm: :func:`cm_per_unit`)
 channels of an armature's action (:func:`pose_bone_fcurves`, read as a frame matrix by
 :func:`read_action_matrix`, written live by :class:`PoseWriter`), the pose-bone transforms as they
 are (:func:`read_bone_transforms`, :func:`restore_bone_transforms`), bones' locations keyed as they
-are (:func:`key_held_locations`), and the root channels a loop keeps travelling
-(:func:`travel_channels`). Pose-bone transforms are read and written with one
+are (:func:`key_held_locations`), the root channels a loop keeps travelling
+(:func:`travel_channels`), and the rest rig with its virtual vertices in world space over time
+(:func:`rest_rig`, :func:`virtual_vertices`: ACL's shell points and the tails, for Fit Spline's
+object-space errors). Pose-bone transforms are read and written with one
 ``foreach_get`` / ``foreach_set`` per property.
 """
 
@@ -119,6 +121,72 @@ def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
             ob_eval.pose.bones.foreach_get("head", heads)
             mw = np.array(ob_eval.matrix_world, dtype=np.float64)
             out[i] = heads.reshape(n_bones, 3).astype(np.float64) @ mw[:3, :3].T + mw[:3, 3]
+    return out
+
+
+def rest_rig(ob: bpy.types.Object) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The rest skeleton in armature space, bones in ``ob.pose.bones`` order.
+
+    Returns ``(names, parents (B,) int, -1 for roots, heads (B, 3), tails (B, 3))`` in the
+    armature's own units (``bone.head_local`` / ``tail_local``); empty for other objects.
+    """
+    names, parents = bone_hierarchy(ob)
+    heads = np.zeros((len(names), 3))
+    tails = np.zeros((len(names), 3))
+    if names:
+        bones: Any = ob.data.bones  # type: ignore[union-attr]
+        for i, name in enumerate(names):
+            bone = bones[name]
+            heads[i] = bone.head_local
+            tails[i] = bone.tail_local
+    return names, np.array(parents, dtype=np.int64), heads, tails
+
+
+def object_scale(ob: bpy.types.Object) -> float:
+    """The largest scale of ``ob``'s world matrix (armature units -> scene units, an upper bound)."""
+    m = np.array(ob.matrix_world, dtype=np.float64)[:3, :3]
+    return float(np.linalg.norm(m, axis=0).max()) or 1.0
+
+
+def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray, shell: float,
+                     action: bpy.types.Action | None = None, slot_identifier: str | None = None) -> np.ndarray:
+    """World-space virtual vertices of every pose bone at ``frames``: (len(frames), n_bones, 4, 3).
+
+    Each bone's head moved by ``shell`` (armature units) along its local X, Y and Z axes, and
+    its tail (ACL's shell points, which see the bone's roll as well as its direction), from the
+    evaluated pose-bone matrices through the depsgraph (fractional frames as subframes). With
+    ``action``, that action is played on ``ob`` meanwhile (:func:`.actions.assigned_action`; its
+    slot ``slot_identifier`` when given and present); the current frame is restored afterwards.
+    """
+    if ob.type != "ARMATURE" or ob.pose is None:
+        return np.empty((len(frames), 0, 4, 3))
+    n = len(ob.pose.bones)
+    lengths = np.array([pb.length for pb in ob.pose.bones], dtype=np.float64)
+    local = np.zeros((n, 4, 4))
+    local[:, :3, :3] = np.eye(3) * float(shell)
+    local[:, 3, 1] = lengths
+    local[:, :, 3] = 1.0
+    out = np.empty((len(frames), n, 4, 3), dtype=np.float64)
+    buf = np.empty(16 * n, dtype=np.float32)
+
+    def read() -> None:
+        with visiting_frames(scene) as go_to:
+            for i, f in enumerate(frames):
+                ob_eval: Any = ob.evaluated_get(go_to(float(f)))
+                ob_eval.pose.bones.foreach_get("matrix", buf)
+                mats = buf.reshape(n, 4, 4).astype(np.float64).transpose(0, 2, 1)  # column-major
+                world = np.array(ob_eval.matrix_world, dtype=np.float64) @ mats
+                out[i] = np.einsum("bij,bvj->bvi", world, local)[..., :3]
+
+    if action is None:
+        read()
+    else:
+        with assigned_action(ob, action):
+            slots = getattr(action, "slots", None)
+            slot = next((sl for sl in slots if sl.identifier == slot_identifier), None) if slots and slot_identifier else None
+            if slot is not None:
+                ob.animation_data.action_slot = slot  # type: ignore[union-attr]
+            read()
     return out
 
 

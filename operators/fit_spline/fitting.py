@@ -85,6 +85,7 @@ class FitPlan:
     warnings: list[str] = field(default_factory=list)
     kept: int = 0  # curves left as they are (too few keys)
     kept_shared: int = 0  # of those, curves with more keys than keyed frames (several keys on one frame)
+    joints: Any = None  # error space "Joints": the armature's object-space check (object_space.JointCheck)
 
 
 # ------------------------------------------------------------------------------------------
@@ -221,11 +222,23 @@ def plan_fit(
 # ------------------------------------------------------------------------------------------
 
 
-def iter_plan(plan: FitPlan, **fit_options) -> Generator[float, None, None]:
+def key_groups(specs, share_keys: str) -> np.ndarray | None:
+    """Labels of the curves that share their key frames: None (each curve), one per owner (a pose
+    bone, or the ID's own properties) for 'BONE', one for all for 'ALL'."""
+    if share_keys == "ALL":
+        return np.zeros(len(specs), dtype=int)
+    if share_keys == "BONE":
+        owners = {path: k for k, path in enumerate(dict.fromkeys(s.owner_path for s in specs))}
+        return np.array([owners[s.owner_path] for s in specs], dtype=int)
+    return None
+
+
+def iter_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> Generator[float, None, None]:
     """Fit every job of the plan; yields overall progress in [0, 1]."""
     n = len(plan.jobs)
     for i, job in enumerate(plan.jobs):
-        gen = iter_fit_channels(job.fit_values, job.frames, job.tolerance, **fit_options)
+        groups = key_groups(job.specs, share_keys)
+        gen = iter_fit_channels(job.fit_values, job.frames, job.tolerance, groups=groups, **fit_options)
         while True:
             try:
                 frac = next(gen)
@@ -368,7 +381,11 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
         job
         for job in plan.jobs
         if isinstance(job.id_data, bpy.types.Object) and job.id_data.type == "ARMATURE" and scene is not None
+        and plan.joints is None  # "Joints" measured every frame already
     ]
+    if plan.joints is not None:
+        summary.joint_error_cm = plan.joints.error_cm
+        summary.within_tolerance &= plan.joints.met
     before: dict[str, tuple[list[int], np.ndarray]] = {}
     for job in armature_jobs:
         frames = _joint_frames(job.frames)

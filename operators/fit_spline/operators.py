@@ -15,6 +15,7 @@ from ..common.menus import add_to_menus, remove_from_menus
 from ..common.polls import has_animated_object
 from ..common.transaction import current_transaction
 from .fitting import FitInputError, FitPlan, iter_plan, kept_text, plan_fit, write_plan
+from .object_space import iter_joint_plan, plan_joint_fit
 from .properties import FIT_SETTINGS, FitSettings
 
 __all__ = ["ANIM_SIGNALS_OT_fit_latent_spline"]
@@ -63,8 +64,14 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
         return 1 if self.mode in ("FEWEST", "EDITABLE") else self.degree
 
     def prepare(self, context) -> FitPlan:
-        return plan_fit(
-            context.active_object,
+        if self.error_space == "JOINTS":
+            return plan_joint_fit(context.active_object, context.scene, max_joint_error=self.max_joint_error,
+                                  shell_distance=self.shell_distance, **self.plan_options())
+        return plan_fit(context.active_object, **self.plan_options())
+
+    def plan_options(self) -> dict:
+        """Keyword arguments of :func:`.fitting.plan_fit`."""
+        return dict(
             target=self.target,
             channels=self.channels,
             degree=self.curve_degree(),
@@ -74,7 +81,9 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
         )
 
     def steps(self, plan: FitPlan):
-        return iter_plan(plan, **self.fit_options())
+        if plan.joints is not None:
+            return iter_joint_plan(plan, share_keys=self.share_keys, **self.fit_options())
+        return iter_plan(plan, share_keys=self.share_keys, **self.fit_options())
 
     def finish(self, context, plan: FitPlan) -> set[str]:
         summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)
@@ -84,6 +93,8 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
         msg = summary.message()
         if plan.kept:
             msg += f"; curves left as they are: {kept_text(plan, self.curve_degree())}"
+        if plan.joints is not None:
+            msg += "; " + plan.joints.message()
         if summary.within_tolerance:
             self.report({"INFO"}, msg)
         else:

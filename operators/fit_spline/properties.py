@@ -23,10 +23,23 @@ MODE_ITEMS = [
      "reads like hand-keyed poses in the Dope Sheet"),
     ("PER_CHANNEL", "Per Curve Spline", "Spline keys, every curve its own key frames (knots by CMA-ES)"),
 ]
+SHARE_ITEMS = [
+    ("CURVE", "Each Curve", "Every curve gets its own key frames (Shared Keys mode: all curves share theirs)"),
+    ("BONE", "Per Bone", "The curves of one bone (or of the object's own transforms) share their key frames: "
+     "a bone is keyed on whole poses"),
+    ("ALL", "All Curves", "All fitted curves share their key frames, like hand-keyed poses of the whole rig "
+     "(with Channels: Selected, the selected curves)"),
+]
 TARGET_ITEMS = [
     ("AUTO", "Auto", "The object's action and its shape-key action, whichever are animated"),
     ("OBJECT", "Object", "The object's own action (object transforms, bones, any animated property)"),
     ("SHAPE_KEYS", "Shape Keys", "The action animating the object's shape keys"),
+]
+ERROR_SPACE_ITEMS = [
+    ("PER_CURVE", "Per Curve", "Every curve within its own max error (degrees, scene units, plain values)"),
+    ("JOINTS", "Joints", "Armatures: every joint within a distance in cm, as a viewer sees it. Per-curve tolerances "
+     "come from the bone lengths (errors add up along each chain), then every original frame is checked "
+     "in world space and chains that miss are tightened and refitted"),
 ]
 CONTINUITY_ITEMS = [
     ("C1", "Free Slopes", "Every key gets its own slope, like hand-made Bezier keys (usually the fewest keys)"),
@@ -57,11 +70,42 @@ class FitSettings:
         items=MODE_ITEMS,
         default="FEWEST",
     )
+    share_keys: EnumProperty(  # type: ignore[valid-type]
+        name="Share Keys",
+        description="Which curves are keyed on the same frames, so the result reads like keyed poses in the "
+        "Dope Sheet (a few more keys than each curve on its own frames)",
+        items=SHARE_ITEMS,
+        default="CURVE",
+    )
     continuity: EnumProperty(  # type: ignore[valid-type]
         name="Keys",
         description="Smooth spline keys, or keys with their own slopes like hand-made Bezier keys",
         items=CONTINUITY_ITEMS,
         default="C1",
+    )
+    error_space: EnumProperty(  # type: ignore[valid-type]
+        name="Error Space",
+        description="Bound each curve's own error, or (armatures) the distance every joint moves in world space",
+        items=ERROR_SPACE_ITEMS,
+        default="PER_CURVE",
+    )
+    max_joint_error: FloatProperty(  # type: ignore[valid-type]
+        name="Max Joint Error",
+        description="Joints error space: the largest distance, in cm (the scene's unit scale honoured), any "
+        "bone's head, tail or shell points may move at any original frame",
+        default=1.0,
+        min=1e-4,
+        soft_max=20.0,
+        precision=3,
+    )
+    shell_distance: FloatProperty(  # type: ignore[valid-type]
+        name="Shell Distance",
+        description="Joints error space: how far from each bone's head, in cm, the points measured along its "
+        "three axes sit (like the skin around a bone; larger catches twist errors more strictly)",
+        default=3.0,
+        min=0.0,
+        soft_max=50.0,
+        precision=2,
     )
     max_error_rotation: FloatProperty(  # type: ignore[valid-type]
         name="Max Rotation Error",
@@ -175,7 +219,9 @@ class AnimSignalsFitResult(bpy.types.PropertyGroup):
     rms_other: FloatProperty(name="RMS Other Error", description="Root-mean-square error of scale, shape-key and other curves")  # type: ignore[valid-type]
     joint_error_cm: FloatProperty(  # type: ignore[valid-type]
         name="Max Joint Error",
-        description="Armatures: largest world-space distance (cm) between a joint before and after the fit, over sampled frames. Negative: not an armature",
+        description="Armatures: largest world-space distance (cm) between a joint before and after the fit: over sampled "
+        "frames (bone heads), or in the Joints error space over every original frame (heads, shell points and tails). "
+        "Negative: not an armature",
         default=-1.0,
     )
     within_tolerance: BoolProperty(name="Within Tolerance", description="Every original frame is within the max errors")  # type: ignore[valid-type]

@@ -330,3 +330,12 @@ def test_bad_input_is_refused():
         joint_tolerances([-1], np.zeros((1, 3)), np.ones((1, 3)), [3], ["location"], 0.01, 0.03)
     with pytest.raises(ValueError, match="factor"):
         tighten_chains([1.0], [-1], [0], [0], factor=1.5)
+
+
+def test_tighten_chains_per_bone_factors_take_the_smallest_on_shared_ancestors():
+    parents = [-1, 0, 1, 0]
+    tol, changed = tighten_chains(np.ones(4), parents, [0, 1, 2, 3], [2, 3], factor=[0.6, 0.3])
+    np.testing.assert_allclose(tol, [0.3, 0.6, 0.6, 0.3])
+    assert changed.all()
+    with pytest.raises(ValueError, match="one per bone"):
+        tighten_chains(np.ones(4), parents, [0, 1, 2, 3], [2, 3], factor=[0.5])

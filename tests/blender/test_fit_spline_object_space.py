@@ -1,0 +1,212 @@
+"""Fit Spline in the "Joints" error space (object-space bounds): every virtual vertex (each bone's
+head moved by the shell distance along its local axes, and its tail) stays within the max joint
+error at every original frame, measured here independently through the depsgraph with
+``PoseBone.matrix`` and mathutils; a planted foot stays planted; non-armatures are refused."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+from _bl_helpers import (
+    assert_refused,
+    assign_action,
+    fcurves_of,
+    keyed,
+    make_object,
+    motion,
+    new_armature,
+    quaternion_track,
+    run_fit,
+    set_dense_keys,
+)
+from mathutils import Vector
+
+# float32 pose matrices and keys: a little room on top of the bound (cm)
+SLACK_CM = 2e-3
+
+# A small biped in metres: (name, head, tail, parent, connected). Every bone points along +Y or
+# +-Z; the foot is a child of the root (not of the shin) so it can be planted by location keys.
+BONES = [
+    ("Hips", (0, 0, 1.0), (0, 0, 1.12), None, False),
+    ("Spine", (0, 0, 1.12), (0, 0, 1.35), "Hips", True),
+    ("Chest", (0, 0, 1.35), (0, 0, 1.55), "Spine", True),
+    ("Head", (0, 0, 1.55), (0, 0, 1.8), "Chest", True),
+    ("Arm.L", (0.18, 0, 1.5), (0.45, 0, 1.5), "Chest", False),
+    ("Forearm.L", (0.45, 0, 1.5), (0.7, 0, 1.5), "Arm.L", True),
+    ("Hand.L", (0.7, 0, 1.5), (0.8, 0, 1.5), "Forearm.L", True),
+    ("Arm.R", (-0.18, 0, 1.5), (-0.45, 0, 1.5), "Chest", False),
+    ("Forearm.R", (-0.45, 0, 1.5), (-0.7, 0, 1.5), "Arm.R", True),
+    ("Thigh.L", (0.1, 0, 0.95), (0.1, 0, 0.5), "Hips", False),
+    ("Shin.L", (0.1, 0, 0.5), (0.1, 0, 0.08), "Thigh.L", True),
+    ("Foot.R", (-0.1, 0, 0.05), (-0.1, 0.15, 0.05), "Hips", False),
+]
+PLANT = (20, 50)  # frames over which Foot.R holds still in world space
+
+
+def _make_rig(n_frames: int = 90, seed: int = 5, *, planted: bool = False):
+    ob = new_armature("Biped", BONES)
+    frames = np.arange(1, n_frames + 1, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    bones = ob.pose.bones
+    root_loc = 0.05 * motion(frames, rng, 1.0, 3)
+    root_loc[:, 1] += np.linspace(0.0, 1.5, n_frames)  # walks forward
+    keyed(bones["Hips"], "location", frames, root_loc, id_data=ob)
+    for name in ("Hips", "Spine", "Head", "Arm.L", "Forearm.L", "Hand.L", "Arm.R", "Forearm.R", "Thigh.L", "Shin.L"):
+        pb = bones[name]
+        pb.rotation_mode = "XYZ" if name != "Arm.L" else "ZXY"
+        keyed(pb, "rotation_euler", frames, motion(frames, rng, 0.25, 3), id_data=ob)
+    chest = bones["Chest"]
+    chest.rotation_mode = "QUATERNION"
+    keyed(chest, "rotation_quaternion", frames, quaternion_track(frames, rng), id_data=ob)
+    foot = bones["Foot.R"]
+    foot_loc = 0.03 * motion(frames, rng, 1.0, 3)
+    fcs = keyed(foot, "location", frames, foot_loc, id_data=ob)
+    if planted:
+        # hold Foot.R's head where it is at the plant's first frame: its location solved from the
+        # evaluated Hips matrix (head = hips @ rest offset @ translate(location))
+        a, b = PLANT
+        rel = ob.data.bones["Hips"].matrix_local.inverted() @ ob.data.bones["Foot.R"].matrix_local
+        scene = bpy.context.scene
+        target = None
+        for i in np.flatnonzero((frames >= a) & (frames <= b)):
+            scene.frame_set(int(frames[i]))
+            ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            m = ob_eval.pose.bones["Hips"].matrix @ rel
+            if target is None:
+                target = m @ Vector(foot_loc[i])
+            foot_loc[i] = np.array(m.inverted() @ target)
+        for fc in fcs:
+            set_dense_keys(fc, frames, foot_loc[:, fc.array_index])
+    return ob, frames
+
+
+def _vertices(ob, frames, shell: float) -> np.ndarray:
+    """World-space virtual vertices (frames, bones, 4, 3), bone by bone with mathutils."""
+    scene = bpy.context.scene
+    out = []
+    offsets = None
+    for f in frames:
+        scene.frame_set(int(f))
+        ob_eval = ob.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        mw = ob_eval.matrix_world
+        frame = []
+        for pb in ob_eval.pose.bones:
+            offsets = [Vector((shell, 0, 0)), Vector((0, shell, 0)), Vector((0, 0, shell)), Vector((0, pb.length, 0))]
+            frame.append([tuple(mw @ (pb.matrix @ v)) for v in offsets])
+        out.append(frame)
+    return np.array(out)
+
+
+def _object_space_error_cm(ob, original, fitted, frames, shell_m: float) -> np.ndarray:
+    """Per frame and bone, the largest vertex distance (cm) between the two actions."""
+    assign_action(ob, original)
+    v0 = _vertices(ob, frames, shell_m)
+    assign_action(ob, fitted)
+    v1 = _vertices(ob, frames, shell_m)
+    return 100.0 * np.linalg.norm(v1 - v0, axis=-1).max(axis=-1)
+
+
+def _n_keys(ob) -> int:
+    return sum(len(fc.keyframe_points) for fc in fcurves_of(ob))
+
+
+@pytest.mark.parametrize("mode", ["FEWEST", "EDITABLE"])
+def test_every_virtual_vertex_within_the_joint_error_at_every_frame(scene, mode):
+    ob, frames = _make_rig()
+    original = ob.animation_data.action
+    keys_before = _n_keys(ob)
+    assert run_fit(mode=mode, error_space="JOINTS", max_joint_error=1.0, shell_distance=3.0) == {"FINISHED"}
+    fitted = ob.animation_data.action
+    assert fitted != original
+    keys_after = _n_keys(ob)
+    assert keys_after < keys_before / 2
+    err = _object_space_error_cm(ob, original, fitted, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM, f"max {err.max():.4f} cm at frame {frames[err.max(axis=1).argmax()]}"
+    res = scene.anim_signals.last_fit
+    assert res.within_tolerance
+    assert res.joint_error_cm == pytest.approx(err.max(), abs=1e-3)  # every frame measured, not a sample
+    assert 0.0 < res.joint_error_cm <= 1.0 + SLACK_CM
+
+
+def test_scene_unit_scale_and_tighter_bound(scene):
+    """With 1 unit = 1 cm (unit scale 0.01), 1 cm is one unit: a bound ten times tighter in scene
+    units than at unit scale 1."""
+    scene.unit_settings.scale_length = 0.01
+    ob, frames = _make_rig(n_frames=60)
+    original = ob.animation_data.action
+    # the rig is ~1.8 units tall: 0.5 cm = 0.5 units at this scale
+    assert run_fit(error_space="JOINTS", max_joint_error=0.5, shell_distance=3.0) == {"FINISHED"}
+    err_units = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 3.0) / 100.0
+    assert err_units.max() <= 0.5 + SLACK_CM
+    assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err_units.max(), abs=1e-3)
+
+
+def test_planted_foot_stays_planted(scene):
+    ob, frames = _make_rig(planted=True)
+    original = ob.animation_data.action
+    a, b = PLANT
+    sel = (frames >= a) & (frames <= b)
+    heads = _vertices(ob, frames[sel], 0.0)[:, -1, 0]  # Foot.R's head (shell 0), (frames, 3)
+    assert np.ptp(heads, axis=0).max() < 1e-5  # planted in the original
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0) == {"FINISHED"}
+    fitted_heads = _vertices(ob, frames[sel], 0.0)[:, -1, 0]
+    drift_cm = 100.0 * np.linalg.norm(fitted_heads - heads[0], axis=-1).max()
+    assert drift_cm <= 1.0 + SLACK_CM
+    err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM
+
+
+def _object_space_module():
+    from _bl_helpers import ext_module
+
+    return ext_module("operators.fit_spline.object_space")
+
+
+def test_tightening_rounds_meet_a_bound_the_first_fit_misses(scene, monkeypatch):
+    """The verification loop: started from tolerances far beyond the bound (the first fit misses),
+    the chains that miss are tightened and refitted until every frame is within the bound."""
+    osp = _object_space_module()
+    monkeypatch.setattr(osp, "RELAX", 40.0)
+    ob, frames = _make_rig(n_frames=60)
+    original = ob.animation_data.action
+    plan = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0)
+    for _ in osp.iter_joint_plan(plan, mode="FEWEST"):
+        pass
+    check = plan.joints
+    assert check.rounds >= 1 and check.refitted > 0
+    assert check.met and 0.0 < check.error_cm <= 1.0 + SLACK_CM
+    # nothing written yet, and the temporary action is gone
+    assert ob.animation_data.action == original
+    assert not [a for a in bpy.data.actions if a.name.endswith(".verify")]
+    # the same through the operator, measured here
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0) == {"FINISHED"}
+    err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM
+    assert scene.anim_signals.last_fit.within_tolerance
+    assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
+
+
+def test_joints_mode_refuses_a_non_armature(scene):
+    make_object()
+    assert_refused(lambda: run_fit(error_space="JOINTS"), "needs an armature")
+
+
+def test_bad_distances_are_refused_by_the_plan(scene):
+    """The properties clamp their values; a script calling the plan directly is refused."""
+    osp = _object_space_module()
+    ob, _ = _make_rig(n_frames=30)
+    for kwargs, match in (({"max_joint_error": 0.0, "shell_distance": 3.0}, "positive"),
+                          ({"max_joint_error": 1.0, "shell_distance": float("nan")}, "shell distance")):
+        with pytest.raises(osp.FitInputError, match=match):
+            osp.plan_joint_fit(ob, scene, **kwargs)
+
+
+def test_per_curve_mode_is_unchanged_by_the_joint_settings(scene):
+    ob, frames = _make_rig(n_frames=40)
+    assert run_fit(error_space="PER_CURVE", max_joint_error=0.01) == {"FINISHED"}
+    res = scene.anim_signals.last_fit
+    assert res.within_tolerance and res.max_rotation_deg <= 0.5 + 1e-3
+    assert math.isfinite(res.joint_error_cm)
