@@ -63,6 +63,8 @@ _LENGTHS = (0.05, 0.2, 0.35, 0.5, 0.7, 1.0)
 # mocap: 26 pairs with alpha + beta <= 1 kept 3-4 % more keys, 9 pairs 6 % more.
 HANDLE_PAIRS = np.array([(1 / 3, 1 / 3)] + [(a, b) for a in _LENGTHS for b in _LENGTHS if not a == b == 0.35])
 LAWSON_ITERATIONS = 12
+# Between frames: the midpoint between two samples must stay within the tolerance of their range.
+BETWEEN_FRAMES = True
 # Editable handles: a key becomes a corner (FREE) where a free first handle reaches this many times
 # as far as the aligned one, and at least this many samples further.
 CORNER_GAIN = 3.0
@@ -177,20 +179,27 @@ def _solve2(g11, g12, g22, r1, r2):
 
 @dataclass
 class _Segments:
-    """n segments, padded to a common number Lp of interior samples."""
+    """n segments, padded to a common number Lp of interior points: the samples between the keys
+    and, with the between-frames guard, the midpoints between consecutive samples."""
 
     y0: np.ndarray  # (n,) first key's value
     y1: np.ndarray  # (n,) last key's value
-    inner: np.ndarray  # (n, Lp) interior sample values (0 where padded)
+    inner: np.ndarray  # (n, Lp) target value at each interior point (0 where padded)
     u: np.ndarray  # (n, Lp) interior positions in (0, 1) (0.5 where padded)
-    mask: np.ndarray  # (n, Lp) 1.0 at real samples, 0.0 at padding
-    limit: np.ndarray  # (n,) accepted max error
+    mask: np.ndarray  # (n, Lp) 1.0 at real points, 0.0 at padding
+    inv_scale: np.ndarray  # (n, Lp) 1 / (the point's allowance in limits): 1 at samples, 0 at padding
+    limit: np.ndarray  # (n,) accepted max error at a sample
     span: np.ndarray  # (n,) frames from the first key to the last
     slope: np.ndarray  # (n,) the first key's handle slope (value per frame) when fixed, else NaN
 
     def take(self, rows: np.ndarray) -> _Segments:
         return _Segments(self.y0[rows], self.y1[rows], self.inner[rows], self.u[rows], self.mask[rows],
-                         self.limit[rows], self.span[rows], self.slope[rows])
+                         self.inv_scale[rows], self.limit[rows], self.span[rows], self.slope[rows])
+
+    @property
+    def weight(self) -> np.ndarray:
+        """Least-squares weight of each point: 1 / allowance^2 (0 at padding)."""
+        return self.inv_scale * self.inv_scale
 
     def fixed_c1(self, alpha: np.ndarray) -> np.ndarray:
         """The first handle's value where its slope is fixed (NaN elsewhere), for handle lengths alpha."""
@@ -219,7 +228,7 @@ def _fit_pairs(seg: _Segments, pairs: np.ndarray, weights: np.ndarray | None = N
     """
     b0, b1, b2, b3 = _bernstein(_parameters(seg.u, pairs)) if basis is None else basis
     y0, y1 = seg.y0[:, None, None], seg.y1[:, None, None]
-    w = seg.mask[:, None, :] if weights is None else weights * seg.mask[:, None, :]
+    w = seg.weight[:, None, :] if weights is None else weights * seg.weight[:, None, :]
     r0 = (seg.inner[:, None, :] - b0 * y0 - b3 * y1) * seg.mask[:, None, :]
     wb1, wb2 = w * b1, w * b2
     g11 = np.einsum("npl,npl->np", wb1, b1)
@@ -276,12 +285,13 @@ def _fit_segments(seg: _Segments) -> _SegmentFit:
     rows = np.flatnonzero(~empty)
     sub = seg.take(rows)
     c1, c2, res = _fit_pairs(sub, np.array([0]))
-    keep(rows, np.zeros(rows.size, int), c1[:, 0], c2[:, 0], np.abs(res[:, 0]).max(axis=-1))
+    keep(rows, np.zeros(rows.size, int), c1[:, 0], c2[:, 0], np.abs(res[:, 0] * sub.inv_scale).max(axis=-1))
     rows = rows[~out.ok[rows]]
     if rows.size and len(HANDLE_PAIRS) > 1:
         pairs = np.arange(1, len(HANDLE_PAIRS))
         sub = seg.take(rows)
         c1, c2, res = _fit_pairs(sub, pairs)
+        res *= sub.inv_scale[:, None, :]  # in units of each point's allowance
         err = np.abs(res).max(axis=-1)
         best = np.argmin(err, axis=1)
         take = np.arange(rows.size)
@@ -308,12 +318,13 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
     ab = HANDLE_PAIRS[pair]
     lin1 = seg.y0 + ab[:, 0] * (seg.y1 - seg.y0)
     lin2 = seg.y0 + (1.0 - ab[:, 1]) * (seg.y1 - seg.y0)
-    limit, mask = seg.limit, seg.mask
+    limit, mask, inv = seg.limit, seg.mask, seg.inv_scale
     fixed = np.isfinite(seg.slope)
     c1_fixed = np.where(fixed, seg.fixed_c1(ab[:, :1])[:, 0], 0.0)
-    weights = mask.copy()
+    weights = mask.copy()  # Lawson's weights on the residuals in units of each point's allowance
     for _ in range(LAWSON_ITERATIONS):
-        wb1, wb2 = weights * b1, weights * b2
+        lsq = weights * inv * inv
+        wb1, wb2 = lsq * b1, lsq * b2
         g11 = np.einsum("nl,nl->n", wb1, b1)
         g12 = np.einsum("nl,nl->n", wb1, b2)
         g22 = np.einsum("nl,nl->n", wb2, b2)
@@ -322,7 +333,7 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
         c1, c2 = _solve2(g11 + lam, g12, g22 + lam, np.einsum("nl,nl->n", wb1, r0) + lam * lin1, r2)
         c2 = np.where(fixed, (r2 - c1_fixed * g12) / (g22 + lam), c2)
         c1 = np.where(fixed, c1_fixed, c1)
-        res = (r0 - b1 * c1[:, None] - b2 * c2[:, None]) * mask
+        res = (r0 - b1 * c1[:, None] - b2 * c2[:, None]) * inv
         err = np.abs(res).max(axis=1)
         better = err < out.error[rows]
         r = rows[better]
@@ -335,15 +346,22 @@ def _lawson(seg: _Segments, rows: np.ndarray, out: _SegmentFit) -> None:
         if not live.any():
             break
         if not live.all():
-            rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res, fixed, c1_fixed = (
-                a[live] for a in (rows, b1, b2, r0, lin1, lin2, limit, mask, weights, res, fixed, c1_fixed))
+            rows, b1, b2, r0, lin1, lin2, limit, mask, inv, weights, res, fixed, c1_fixed = (
+                a[live] for a in (rows, b1, b2, r0, lin1, lin2, limit, mask, inv, weights, res, fixed, c1_fixed))
         weights = weights * np.abs(res) + 1e-300 * mask
         weights /= weights.max(axis=1, keepdims=True)
 
 
 def _segments(frames, columns, chan, start, length, limit, pad: int | None = None, slope=None) -> _Segments:
     """Segments of the channels ``chan`` (n,) from sample ``start`` (n,) over ``length`` (n,) samples;
-    ``slope`` (n,): the first key's fixed handle slope, NaN (or None for all) where free."""
+    ``slope`` (n,): the first key's fixed handle slope, NaN (or None for all) where free.
+
+    The interior points are the samples strictly between the keys and, with ``BETWEEN_FRAMES``,
+    the midpoint between each two consecutive samples, whose target is the midpoint of the cubic
+    through the four samples around it (their mean at the clip's ends) and whose allowance is the
+    limit plus a quarter of the two samples' difference plus how far that cubic's midpoint is from their
+    mean: the curve may not swing out between frames (a spike the Graph Editor and motion blur
+    show) beyond what the samples suggest."""
     lp = int(length.max()) - 1 if pad is None else pad
     lp = max(lp, 0)
     m = np.arange(1, lp + 1)
@@ -352,10 +370,34 @@ def _segments(frames, columns, chan, start, length, limit, pad: int | None = Non
     idx = np.where(mask, idx, start[:, None])
     end = start + length
     x0, x1 = frames[start], frames[end]
-    u = np.where(mask, (frames[idx] - x0[:, None]) / (x1 - x0)[:, None], 0.5)
+    span = (x1 - x0)[:, None]
+    u = np.where(mask, (frames[idx] - x0[:, None]) / span, 0.5)
     inner = np.where(mask, columns[chan[:, None], idx], 0.0)
+    inv = mask.astype(float)
+    if BETWEEN_FRAMES:
+        k = np.arange(lp + 1)
+        mid_mask = k[None, :] < length[:, None]
+        a = np.where(mid_mask, start[:, None] + k, start[:, None])
+        b = np.where(mid_mask, a + 1, a)
+        rows = chan[:, None]
+        ya, yb = columns[rows, a], columns[rows, b]
+        last = columns.shape[1] - 1
+        # the midpoint of the cubic through four samples (exact for cubics); the mean at the ends
+        before, after = np.maximum(a - 1, 0), np.minimum(b + 1, last)
+        inside = (a >= 1) & (b + 1 <= last)
+        target = np.where(inside, (9.0 * (ya + yb) - columns[rows, before] - columns[rows, after]) / 16.0,
+                          0.5 * (ya + yb))
+        mid_u = np.where(mid_mask, (0.5 * (frames[a] + frames[b]) - x0[:, None]) / span, 0.5)
+        # (what the two estimates disagree by is allowed too: at a corner the cubic is no guide)
+        spread = 0.25 * np.abs(yb - ya) + np.abs(target - 0.5 * (ya + yb))
+        allowance = 1.0 + spread / np.asarray(limit, dtype=float)[:, None]
+        inner = np.concatenate([inner, np.where(mid_mask, target, 0.0)], axis=1)
+        u = np.concatenate([u, mid_u], axis=1)
+        inv = np.concatenate([inv, np.where(mid_mask, 1.0 / allowance, 0.0)], axis=1)
+        mask = np.concatenate([mask, mid_mask], axis=1)
     slope = np.full(start.size, np.nan) if slope is None else np.asarray(slope, dtype=float)
-    return _Segments(columns[chan, start], columns[chan, end], inner, u, mask.astype(float), limit, x1 - x0, slope)
+    return _Segments(columns[chan, start], columns[chan, end], inner, u, mask.astype(float), inv, limit, x1 - x0,
+                     slope)
 
 
 def segment_feasible(

@@ -478,3 +478,32 @@ def test_latent_spline_groups_share_key_frames():
     assert fit.within_tolerance
     for a, b in ((0, 1), (2, 3)):
         np.testing.assert_array_equal(fit.curves[a].co[:, 0], fit.curves[b].co[:, 0])
+
+
+# --------------------------------------------------------------------------------------------------
+# between frames
+
+
+def midpoint_allowance(y, tol):
+    """Per gap between samples k and k + 1: the cubic-through-four-samples midpoint (the mean at the
+    ends) and the allowed distance from it (tol + a quarter of the step + the cubic's distance from
+    the mean)."""
+    mean = 0.5 * (y[:-1] + y[1:])
+    cubic = mean.copy()
+    cubic[1:-1] = (9 * (y[1:-2] + y[2:-1]) - y[:-3] - y[3:]) / 16
+    return cubic, tol + 0.25 * np.abs(np.diff(y)) + np.abs(cubic - mean)
+
+
+@pytest.mark.parametrize("handles", ["FREE", "EDITABLE"])
+def test_no_spikes_between_frames(handles):
+    rng = np.random.default_rng(9)
+    frames = np.arange(200.0)
+    y = np.cumsum(np.cumsum(rng.normal(size=(200, 3)), axis=0), axis=0) / 40
+    y[100:] += 3.0 * (frames[100:, None] > 120)  # a jump, where spikes like to grow
+    tol = 0.02
+    fit = fewest_keys(y, frames, tol, handles=handles)
+    mids = 0.5 * (frames[:-1] + frames[1:])
+    for j, curve in enumerate(fit.curves):
+        target, allowed = midpoint_allowance(y[:, j], tol)
+        got = reference_evaluate(curve, mids)
+        assert np.all(np.abs(got - target) <= allowed * (1 + 1e-6)), j
