@@ -3,6 +3,8 @@ Animation Approximation"; core: ``anim_signals.splines``; panel: ``panels/fit_sp
 
 - :mod:`.properties`: the settings (one definition for operator and sidebar) and the last result.
 - :mod:`.fitting`: Blender data in and out: which curves, sampled how; writing the keys.
+- :mod:`.object_space`: the "Joints" error space: tolerances from the rig, verification in world
+  space at every frame, tightening (armatures).
 - :mod:`.operators`: the operator ``anim_signals.fit_latent_spline`` and its menu entries.
 """
 

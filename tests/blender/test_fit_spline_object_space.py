@@ -210,3 +210,23 @@ def test_per_curve_mode_is_unchanged_by_the_joint_settings(scene):
     res = scene.anim_signals.last_fit
     assert res.within_tolerance and res.max_rotation_deg <= 0.5 + 1e-3
     assert math.isfinite(res.joint_error_cm)
+
+
+@pytest.mark.parametrize("options", [{"mode": "LATENT"}, {"mode": "FEWEST", "share_keys": "BONE"}])
+def test_shared_key_modes_and_the_objects_own_transform_stay_within_the_bound(scene, options):
+    """The armature object's own location and rotation keys act as a root above every bone; curves
+    sharing key frames are refitted whole."""
+    ob, frames = _make_rig(n_frames=50)
+    rng = np.random.default_rng(9)
+    for prop, values in (("location", 0.02 * motion(frames, rng, 1.0, 3)), ("rotation_euler", motion(frames, rng, 0.1, 3))):
+        ob.keyframe_insert(prop, frame=1.0)
+        for fc in fcurves_of(ob):
+            if fc.data_path == prop:  # the object's own curves, not the bones'
+                set_dense_keys(fc, frames, values[:, fc.array_index])
+    assert len(fcurves_of(ob)) == 40 + 6
+    original = ob.animation_data.action
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0, **options) == {"FINISHED"}
+    err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM
+    assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
+    assert scene.anim_signals.last_fit.within_tolerance
