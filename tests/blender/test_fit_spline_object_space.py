@@ -230,3 +230,33 @@ def test_shared_key_modes_and_the_objects_own_transform_stay_within_the_bound(sc
     assert err.max() <= 1.0 + SLACK_CM
     assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
     assert scene.anim_signals.last_fit.within_tolerance
+
+
+def test_panel_shows_the_error_space_and_the_cm_fields_only_for_joints(scene):
+    from _bl_helpers import FakeLayout
+
+    panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
+
+    def drawn() -> set:
+        calls: list = []
+
+        class _Self:
+            layout = FakeLayout(calls)
+            _draw_result = staticmethod(panel_cls._draw_result)
+
+        class _Ctx:
+            pass
+
+        ctx = _Ctx()
+        ctx.scene = scene
+        panel_cls.draw(_Self(), ctx)
+        return {c[1] for c in calls if c[0] == "prop"}
+
+    settings = scene.anim_signals.fit
+    assert settings.error_space == "PER_CURVE"
+    names = drawn()
+    assert "error_space" in names and "max_joint_error" not in names
+    settings.error_space = "JOINTS"
+    names = drawn()
+    assert {"error_space", "max_joint_error", "shell_distance"} <= names
+    assert settings.max_joint_error == 1.0 and settings.shell_distance == 3.0
