@@ -9,7 +9,7 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
 
 ``cli/fit_spline.py``
     fit IN.bvh|IN.blend [--max-error-rotation 0.5] [--max-error-location 0.01] [--max-error-other 0.01]
-                        [--mode AUTO|LATENT|PER_CHANNEL] [--snap-to-frames] [--internal-knots N]
+                        [--mode FEWEST|EDITABLE|AUTO|LATENT|PER_CHANNEL] [--share-keys CURVE|BONE|ALL] [--snap-to-frames] [--internal-knots N]
                         [--objects NAME[,NAME...]] [--replace] [--out OUT.blend]
 ``cli/loop_blend_compare.py``
     loop IN.bvh|IN.blend [--start F --end F | --auto [--min-period P] [--max-period P]] [--in-place]

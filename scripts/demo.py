@@ -346,7 +346,9 @@ def report(stats, source):
 def main(argv=None):
     p = argparse.ArgumentParser(description="Fit dense animation to a few exact keys and report.")
     p.add_argument("--bvh", help="fit this BVH clip instead of the generated biped")
-    p.add_argument("--mode", default="AUTO", choices=("AUTO", "LATENT", "PER_CHANNEL"))
+    p.add_argument("--mode", default="FEWEST", choices=("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL"),
+                   help="FEWEST (default): fewest keys, free handles; EDITABLE: aligned handles; "
+                   "LATENT / PER_CHANNEL / AUTO: spline keys")
     p.add_argument("--max-error-rotation", type=float, default=0.5, help="degrees (default 0.5)")
     p.add_argument("--max-error-location", type=float, default=0.01, help="scene units (default 0.01)")
     p.add_argument("--max-error-other", type=float, default=0.01)

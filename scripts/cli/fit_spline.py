@@ -40,7 +40,7 @@ def fit_object(ob, args) -> dict:
     keys_before = be.count_keys(fcs)
     if not args.replace:
         original.use_fake_user = True  # the original survives the save beside the fitted copy
-    params = dict(channels='ALL', mode=args.mode, max_error_rotation=args.max_error_rotation,
+    params = dict(channels='ALL', mode=args.mode, share_keys=args.share_keys, max_error_rotation=args.max_error_rotation,
                   max_error_location=args.max_error_location, max_error_other=args.max_error_other,
                   internal_knots=args.internal_knots, snap_to_frames=args.snap_to_frames, seed=args.seed,
                   keep_original=not args.replace)
@@ -96,7 +96,11 @@ def add_fit_parser(sub) -> None:
                    help="scene units, at least 1e-6 (default 0.01)")
     p.add_argument("--max-error-other", type=float_range(1e-6), default=0.01,
                    help="other channels, at least 1e-6 (default 0.01)")
-    p.add_argument("--mode", default="AUTO", choices=("AUTO", "LATENT", "PER_CHANNEL"))
+    p.add_argument("--mode", default="FEWEST", choices=("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL"),
+                   help="FEWEST (default): fewest keys, free handles; EDITABLE: aligned handles; "
+                   "LATENT / PER_CHANNEL / AUTO: spline keys")
+    p.add_argument("--share-keys", default="CURVE", choices=("CURVE", "BONE", "ALL"),
+                   help="curves keyed on the same frames: each curve its own (default), per bone, all")
     p.add_argument("--internal-knots", type=int_range(0, 1000), default=0,
                    help="0 = automatic (fewest meeting the tolerance); at most 1000")
     p.add_argument("--snap-to-frames", action="store_true", help="keys on whole frames")
