@@ -358,7 +358,7 @@ def _segments(frames, columns, chan, start, length, limit, pad: int | None = Non
 
     The interior points are the samples strictly between the keys and, with ``BETWEEN_FRAMES``,
     the midpoint between each two consecutive samples, whose target is the midpoint of the cubic
-    through the four samples around it (their mean at the clip's ends) and whose allowance is the
+    through the four samples around it (the quadratic through three at the clip's ends) and whose allowance is the
     limit plus a quarter of the two samples' difference plus how far that cubic's midpoint is from their
     mean: the curve may not swing out between frames (a spike the Graph Editor and motion blur
     show) beyond what the samples suggest."""
@@ -384,9 +384,13 @@ def _segments(frames, columns, chan, start, length, limit, pad: int | None = Non
         last = columns.shape[1] - 1
         # the midpoint of the cubic through four samples (exact for cubics); the mean at the ends
         before, after = np.maximum(a - 1, 0), np.minimum(b + 1, last)
-        inside = (a >= 1) & (b + 1 <= last)
-        target = np.where(inside, (9.0 * (ya + yb) - columns[rows, before] - columns[rows, after]) / 16.0,
-                          0.5 * (ya + yb))
+        y_before, y_after = columns[rows, before], columns[rows, after]
+        target = (9.0 * (ya + yb) - y_before - y_after) / 16.0
+        # at the clip's ends the quadratic through three samples
+        first, final = a < 1, b + 1 > last
+        target = np.where(first & ~final, (3.0 * ya + 6.0 * yb - y_after) / 8.0, target)
+        target = np.where(final & ~first, (6.0 * ya + 3.0 * yb - y_before) / 8.0, target)
+        target = np.where(first & final, 0.5 * (ya + yb), target)
         mid_u = np.where(mid_mask, (0.5 * (frames[a] + frames[b]) - x0[:, None]) / span, 0.5)
         # (what the two estimates disagree by is allowed too: at a corner the cubic is no guide)
         spread = 0.25 * np.abs(yb - ya) + np.abs(target - 0.5 * (ya + yb))
@@ -727,6 +731,11 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
                     taken = twin
             length = int(lo[taken])
             start = key[unit]
+            if length == 1:  # never tested (one step always passes): fit it now
+                lanes_t = members[unit] + (taken // groups) * width
+                one = _fit_segments(_segments(frames, columns, chan[lanes_t], np.full(lanes_t.size, start),
+                                              np.ones(lanes_t.size, int), limit[chan[lanes_t]], slope=slope[lanes_t]))
+                best[:, lanes_t] = one.pair, one.c1, one.c2
             for j in members[unit]:
                 lane = j + (taken // groups) * width
                 settled_fit = best[:, lane].copy()

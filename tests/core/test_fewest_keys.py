@@ -485,12 +485,14 @@ def test_latent_spline_groups_share_key_frames():
 
 
 def midpoint_allowance(y, tol):
-    """Per gap between samples k and k + 1: the cubic-through-four-samples midpoint (the mean at the
-    ends) and the allowed distance from it (tol + a quarter of the step + the cubic's distance from
+    """Per gap between samples k and k + 1: the cubic-through-four-samples midpoint (the quadratic
+    through three at the ends) and the allowed distance from it (tol + a quarter of the step + the cubic's distance from
     the mean)."""
     mean = 0.5 * (y[:-1] + y[1:])
     cubic = mean.copy()
     cubic[1:-1] = (9 * (y[1:-2] + y[2:-1]) - y[:-3] - y[3:]) / 16
+    cubic[0] = (3 * y[0] + 6 * y[1] - y[2]) / 8  # the quadratic through three samples at the ends
+    cubic[-1] = (6 * y[-2] + 3 * y[-1] - y[-3]) / 8
     return cubic, tol + 0.25 * np.abs(np.diff(y)) + np.abs(cubic - mean)
 
 
