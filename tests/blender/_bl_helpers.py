@@ -416,6 +416,15 @@ class FakeLayout:
         return _Props()
 
 
+def draw_fit_panel(scene) -> list:
+    """What the Fit Spline sidebar panel draws for ``scene`` (a :class:`FakeLayout`'s calls)."""
+    panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
+    calls: list = []
+    panel = types.SimpleNamespace(layout=FakeLayout(calls), _draw_result=panel_cls._draw_result)
+    panel_cls.draw(panel, types.SimpleNamespace(scene=scene))
+    return calls
+
+
 def linked_copy(ob, folder, scene):
     """``ob`` written to a library in ``folder``, removed here, linked back from the library into
     ``scene`` and made active (read-only data); returns the linked object."""

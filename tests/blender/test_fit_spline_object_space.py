@@ -233,24 +233,10 @@ def test_shared_key_modes_and_the_objects_own_transform_stay_within_the_bound(sc
 
 
 def test_panel_shows_the_error_space_and_the_cm_fields_only_for_joints(scene):
-    from _bl_helpers import FakeLayout
-
-    panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
+    from _bl_helpers import draw_fit_panel
 
     def drawn() -> set:
-        calls: list = []
-
-        class _Self:
-            layout = FakeLayout(calls)
-            _draw_result = staticmethod(panel_cls._draw_result)
-
-        class _Ctx:
-            pass
-
-        ctx = _Ctx()
-        ctx.scene = scene
-        panel_cls.draw(_Self(), ctx)
-        return {c[1] for c in calls if c[0] == "prop"}
+        return {c[1] for c in draw_fit_panel(scene) if c[0] == "prop"}
 
     settings = scene.anim_signals.fit
     assert settings.error_space == "PER_CURVE"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import addon_utils
 import bpy
-from _bl_helpers import FakeLayout, make_object, run_fit
+from _bl_helpers import draw_fit_panel, make_object, run_fit
 from conftest import EXT_MODULE
 
 
@@ -55,19 +55,7 @@ def test_disable_and_enable_again(scene):
 
 
 def test_panel_draws_settings_and_last_fit(scene):
-    panel_cls = bpy.types.ANIM_SIGNALS_PT_fit_spline
-    calls: list = []
-
-    class _Self:
-        layout = FakeLayout(calls)
-        _draw_result = staticmethod(panel_cls._draw_result)
-
-    class _Ctx:
-        pass
-
-    ctx = _Ctx()
-    ctx.scene = scene
-    panel_cls.draw(_Self(), ctx)
+    calls = draw_fit_panel(scene)
     assert ("operator", "anim_signals.fit_latent_spline") in calls
     set_names = {c[1] for c in calls if c[0] == "set"}
     assert {"max_error_rotation", "max_error_location", "mode", "keep_original"} <= set_names
@@ -75,8 +63,7 @@ def test_panel_draws_settings_and_last_fit(scene):
 
     make_object(n_frames=30)
     assert run_fit(mode="LATENT") == {"FINISHED"}
-    calls.clear()
-    panel_cls.draw(_Self(), ctx)
+    calls = draw_fit_panel(scene)
     labels = [c[1] for c in calls if c[0] == "label"]
     r = scene.anim_signals.last_fit
     assert any(f"Keys: {r.keys_before} \u2192 {r.keys_after}" in t for t in labels), labels
