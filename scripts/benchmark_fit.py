@@ -5,17 +5,24 @@ Run from the repository root with the project's venv python (bpy as a module)::
     .venv/bin/python scripts/benchmark_fit.py            # every clip in ../shared/data/mocap + 1D curves
     .venv/bin/python scripts/benchmark_fit.py --quick    # two short clips + 1D curves + timing anchors
     .venv/bin/python scripts/benchmark_fit.py --clips cmu_131_01,angry   # substring filter
+    .venv/bin/python scripts/benchmark_fit.py --rows issue17   # just the Fewest Keys rows (issue 17)
 
 Writes ``out/benchmark_fit.md`` and ``out/benchmark_fit.json`` and prints the markdown.
 
 Methods, per clip, on the same data in one run:
 
-* ``ours LATENT`` / ``ours PER_CHANNEL`` / ``ours AUTO``: the extension's operator
+* ``ours FEWEST`` (the operator's default mode; ``ours EDITABLE`` too where the operator has that mode) /
+  ``ours LATENT`` / ``ours PER_CHANNEL`` / ``ours AUTO``: the extension's operator
   ``bpy.ops.anim_signals.fit_latent_spline`` on the imported action (1D curves: ``anim_signals.fit_channels``),
   rotation 0.5 deg, location 0.01 (1D curves: 1 % of the range).
 * ``Decimate``: Blender's Graph Editor Decimate (ERROR mode) run headless; its error margin is searched
   separately for rotation and location channels until the max value error measured with
   ``fcurve.evaluate`` at every original frame is within the same tolerances. Keys kept.
+* ``ours EXACT``: ``anim_signals.fewest_keys(..., search='EXACT')`` on the same fit input, written to a copy
+  of the action (clips of at most 400 frames, the core's limit).
+* ``Decimate at equal keys``: Decimate's margins scaled by one factor, searched so that its keys come closest
+  to ours FEWEST's at or above; its errors at that count.
+* ``Blender Clean Keyframes``: ``graph.clean``, its threshold searched per kind like Decimate's margin.
 * ``uniform B-spline``: ``anim_signals.fit_uniform_spline`` with ours-LATENT's internal knot count.
 * ``scipy make_splprep`` (``make_splrep`` in 1D): FITPACK's adaptive knots (``s=0``, ``nest``) with the
   same number of distinct knots as ours LATENT (1D: ours AUTO), channels scaled by their tolerance.
@@ -43,7 +50,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
 import numpy as np  # noqa: E402
-from benchmarking import report  # noqa: E402
+from benchmarking import fit_fewest, report  # noqa: E402
 from benchmarking.fit_measure import (  # noqa: E402
     BEZIER_FLOATS,
     CORE_ERROR,
@@ -73,8 +80,11 @@ GOAL_KEYS_RATIO = 0.7
 GOAL_ED_RATIO = 0.6
 GOAL_1D_MS = 19.0
 GOAL_CLIP_S = 5.0
-TOLERANCE_METHODS = ("ours LATENT", "ours PER_CHANNEL", "ours AUTO", "Blender Decimate",
-                     "Decimate, margin per F-curve")  # rows marked ✗ when a frame is outside the tolerance
+TOLERANCE_METHODS = ("ours LATENT", "ours PER_CHANNEL", "ours AUTO", "ours FEWEST", "ours EDITABLE", "ours EXACT",
+                     "Blender Decimate", "Decimate, margin per F-curve",
+                     "Blender Clean Keyframes")  # rows marked ✗ when a frame is outside the tolerance
+ROW_GROUPS = ("latent", "auto", "fewest", "exact", "decimate", "decimate_per_curve", "clean", "1d", "anchors")
+ROW_ALIASES = {"all": ROW_GROUPS, "issue17": ("auto", "fewest", "exact", "decimate", "clean")}
 SEED_SETUP = dict(internal_knots=4, population=100, max_iterations=12)  # the seed's 1D timing setup
 
 
@@ -132,8 +142,23 @@ def ours_operator(clip: Clip, mode: str, args):
     counts = [len(fc.keyframe_points) for fc in sub]
     keys = sum(counts)
     be.assign_action(ob, orig)
+    note = "operator" + (" (its default mode)" if mode == OPERATOR_DEFAULT_MODE[0] else "")
     row = measure(clip, approx, method=f"ours {mode}", keys=keys, floats=keys * BEZIER_FLOATS,
-                  seconds=secs, action=fitted, note="operator", args=args)
+                  seconds=secs, action=fitted, note=note, args=args, fcurves=sub)
+    row["load_average_1min"] = os.getloadavg()[0]  # other processes on the machine slow the timing
+    if mode == "FEWEST" and anim_signals is not None:  # the fit alone, for where the operator's time goes
+        t0 = time.perf_counter()
+        anim_signals.fit_channels(fit_input(clip), clip.frames, clip.tol, mode=mode)
+        row["core_seconds"] = time.perf_counter() - t0
+        row["note"] += f"; fit_channels alone {row['core_seconds']:.2f} s"
+    last = getattr(getattr(bpy.context.scene, "anim_signals", None), "last_fit", None)
+    for name in ("keyed_frames", "broken_keys"):
+        if last is not None and hasattr(last, name):
+            row[f"{name}_reported"] = int(getattr(last, name))
+    if row.get("broken_keys_reported") not in (None, row["broken_keys"]):
+        row["note"] += f"; the operator reports {row['broken_keys_reported']} broken handles"
+    if row.get("keyed_frames_reported") not in (None, row["keyed_frames"]):
+        row["note"] += f"; the operator reports {row['keyed_frames_reported']} keyed frames"
     if fitted is not orig and fitted is not None:
         bpy.data.actions.remove(fitted)
     return row, np.asarray(counts)
@@ -164,6 +189,8 @@ def continuity_kw(args, operator=False):
 
 
 OPERATOR_PROPS: set = set()
+OPERATOR_MODES: set = set()
+OPERATOR_DEFAULT_MODE = [""]
 
 
 def resolve_continuity(args, use_operator):
@@ -174,6 +201,9 @@ def resolve_continuity(args, use_operator):
     if use_operator:
         rna = bpy.ops.anim_signals.fit_latent_spline.get_rna_type()
         OPERATOR_PROPS.update(p.identifier for p in rna.properties)
+        if "mode" in OPERATOR_PROPS:
+            OPERATOR_MODES.update(e.identifier for e in rna.properties["mode"].enum_items)
+            OPERATOR_DEFAULT_MODE[0] = rna.properties["mode"].default
     if args.continuity != "default":
         return args.continuity
     if use_operator and "continuity" in OPERATOR_PROPS:
@@ -212,6 +242,7 @@ def run_clip_bvh(path: Path, args, use_operator: bool):
     tol = be.tolerance_vector(kinds, args.rot, args.loc, args.other)
     clip = Clip(path.stem, frames, values, kinds, tol, ob=ob, action=ob.animation_data.action,
                 is_armature=ob.type == 'ARMATURE')
+    clip.labels = [f"{fc.data_path}[{fc.array_index}]" for fc in fcs]
     if clip.is_armature and not args.no_world:
         clip.world_frames = be.spread_frames(frames, args.world_frames)
         clip.world_ref = be.bone_world_positions(ob, clip.world_frames, clip.action)
@@ -223,7 +254,12 @@ def run_clip_bvh(path: Path, args, use_operator: bool):
                             f"; skeleton height {np.ptp(clip.world_ref[0, :, 2]):.3g} units"
                             if clip.world_ref is not None else "")))
     latent_counts = None
-    for mode in ("LATENT", "PER_CHANNEL", "AUTO"):
+    rows_on = args.row_groups
+    modes = [m for m, g in (("LATENT", "latent"), ("PER_CHANNEL", "latent"), ("AUTO", "auto"), ("FEWEST", "fewest"),
+                            ("EDITABLE", "fewest")) if g in rows_on]
+    if not use_operator or "EDITABLE" not in OPERATOR_MODES:
+        modes = [m for m in modes if m != "EDITABLE"]
+    for mode in modes:
         log(f"  {clip.name}: ours {mode}")
         if use_operator:
             row, counts = ours_operator(clip, mode, args)
@@ -232,9 +268,23 @@ def run_clip_bvh(path: Path, args, use_operator: bool):
         rows.append(row)
         if mode == "LATENT":
             latent_counts = counts
-    if not args.no_decimate:
+    if "exact" in rows_on:
+        log(f"  {clip.name}: ours EXACT")
+        t0 = time.perf_counter()
+        rows.append(fit_fewest.exact_row(clip, args))
+        log(f"    {time.perf_counter() - t0:.1f} s")
+    if not args.no_decimate and "decimate" in rows_on:
         log(f"  {clip.name}: Blender Decimate (margin search)")
-        rows.extend(decimate_peer(clip, args))
+        dec = decimate_peer(clip, args, per_curve_row="decimate_per_curve" in rows_on)
+        rows.extend(dec)
+        fewest = next((r for r in rows if r["method"] == "ours FEWEST" and r.get("keys")), None)
+        if fewest is not None:
+            log(f"  {clip.name}: Decimate at {fewest['keys']} keys (margin search)")
+            rows.append(fit_fewest.decimate_equal_keys(clip, args, fewest["keys"],
+                                                       dec[0]["decimate_search"]["margins"]))
+    if "clean" in rows_on:
+        log(f"  {clip.name}: Blender Clean Keyframes (threshold search)")
+        rows.append(fit_fewest.clean_peer(clip, args))
     if latent_counts is not None:
         k_int = latent_internal_knots(latent_counts, args)
         log(f"  {clip.name}: uniform B-spline ({k_int} internal knots), scipy")
@@ -370,13 +420,19 @@ def markdown(results, anchors, args, meta):
                  "Seconds: fit time (Decimate: one run at the found margins, search excluded). "
                  "✗ = some frame outside tolerance.")
     lines.append("")
-    cells = ((clip_name, f"{shape[0]}×{shape[1]}", r["method"], fmt(r["keys"]), fmt(r["floats"]), fmt(r["E_D"]),
+    cells = ((clip_name, f"{shape[0]}×{shape[1]}", r["method"], fmt(r["keys"]), fmt(r.get("keyed_frames")),
+              fmt(r.get("broken_keys")), fmt(r["floats"]), fmt(r["E_D"]),
               fmt_kind(r["rms"]), fmt_kind(r["max_error"]) + outside_tolerance_mark(r), fmt(r["world_cm"]),
-              fmt(r["seconds"]), r["note"])
+              fmt(r["seconds"]), r["note"] + outside_note(r))
              for clip_name, shape, rows in results for r in rows)
-    lines += report.table(("clip", "frames × ch", "method", "keys", "floats", "E_D", "RMS", "max error", "world cm",
-                           "s", "notes"), "lllrrrllrrl", cells)
+    lines += report.table(("clip", "frames × ch", "method", "keys", "keyed frames", "broken", "floats", "E_D", "RMS",
+                           "max error", "world cm", "s", "notes"), "lllrrrrrllrrl", cells)
     lines.append("")
+    lines.append("Keyed frames: distinct frames holding a key on any curve. Broken: inner keys whose handles are "
+                 "more than 0.5° from a straight line through the key, in (frame, value) units; both counted here "
+                 "from Blender's F-curves after the write (— : not Bezier keys).")
+    lines.append("")
+    lines += fit_fewest.summary_lines(results)
     lines += summary_lines(results, anchors)
     return "\n".join(lines) + "\n"
 
@@ -384,6 +440,15 @@ def markdown(results, anchors, args, meta):
 def outside_tolerance_mark(row) -> str:
     """The mark after the max error of a tolerance-driven method that leaves some frame outside: " ✗"."""
     return " ✗" if row["method"] in TOLERANCE_METHODS and row["within_tolerance"] is False else ""
+
+
+def outside_note(row) -> str:
+    """For a tolerance-driven row: where it leaves the tolerance (strictly, no slack), if anywhere."""
+    o = row.get("outside")
+    if not o or row["method"] not in TOLERANCE_METHODS or row["method"] == "original":
+        return ""
+    return (f"; {o['count']} frame×curve samples over the tolerance on {o['curves']} curves, worst "
+            f"{o['worst_curve']} at frame {o['worst_frame']:g}: {o['worst_error']:.4g} (tolerance {o['tolerance']:.4g})")
 
 
 def goal_row(clip_name, rows):
@@ -409,10 +474,13 @@ def goal_row(clip_name, rows):
 
 
 def summary_lines(results, anchors):
+    results = [r for r in results if any(x["method"] == "ours LATENT" for x in r[2])]
     goals = [goal_row(clip_name, rows) for clip_name, _shape, rows in results]
     kr = [k for _, k, _ in goals if k is not None]
     er = [e for _, _, e in goals if e is not None]
-    lines = ["## Goals", ""]
+    lines = ["## Goals (AUTO, first round)", ""] if goals else []
+    if not goals:
+        return lines + timing_lines(anchors)
     lines += report.table(("clip", "ours AUTO keys", "Decimate keys", f"keys ratio (goal ≤ {GOAL_KEYS_RATIO})",
                            "Decimate per-curve keys", "ratio", "E_D seed method", "E_D uniform",
                            f"E_D ratio (goal ≤ {GOAL_ED_RATIO})", "E_D ours LATENT (tolerance) / uniform"),
@@ -430,8 +498,13 @@ def summary_lines(results, anchors):
         lines.append(f"E_D seed method / uniform (same knots): median {statistics.median(er):.2f}, "
                      f"{sum(e <= GOAL_ED_RATIO for e in er)}/{len(er)} clips meet ≤ {GOAL_ED_RATIO}.")
     lines.append("")
-    lines.append("## Timing anchors")
-    lines.append("")
+    return lines + timing_lines(anchors)
+
+
+def timing_lines(anchors):
+    if not anchors.get("1d") and not anchors.get("clip"):
+        return []
+    lines = ["## Timing anchors", ""]
     for name, d in anchors.get("1d", {}).items():
         lines.append(f"- 101-sample 1D `{name}`, 4 internal knots, population 100, 12 iterations: median "
                      f"{d['median_ms']:.1f} ms over {len(d['runs_ms'])} runs (seed: 19 ms, C++ on 16 threads; "
@@ -472,7 +545,28 @@ def parse_args(argv=None):
     p.add_argument("--merge", default="", help="comma-separated output folders of earlier runs to combine; "
                    "computes nothing")
     p.add_argument("--core-only", action="store_true", help="fit through anim_signals.fit_channels, not the operator")
+    p.add_argument("--rows", default="all",
+                   help="comma-separated row groups: " + ", ".join(ROW_GROUPS) + "; or 'all' (default) or 'issue17' "
+                   "(= auto, fewest, exact, decimate, clean: ours AUTO / FEWEST / EDITABLE, EXACT, Decimate at the "
+                   "tolerance and at FEWEST's key count, Clean Keyframes; no 1D curves, no anchors)")
+    p.add_argument("--exact-timeout", type=float, default=0.0,
+                   help="stop ours EXACT on a clip after this many seconds (0: no limit)")
+    p.add_argument("--exact-max-frames", type=int, default=0,
+                   help="run ours EXACT only on clips of at most this many frames (0: the core's limit, 400)")
     args = p.parse_args(argv)
+    groups = []
+    for g in (w.strip() for w in args.rows.split(",") if w.strip()):
+        if g in ROW_ALIASES:
+            groups += ROW_ALIASES[g]
+        elif g in ROW_GROUPS:
+            groups.append(g)
+        else:
+            p.error(f"unknown row group {g!r}")
+    args.row_groups = sorted(set(groups), key=ROW_GROUPS.index)
+    if "1d" not in args.row_groups:
+        args.no_1d = True
+    if "anchors" not in args.row_groups:
+        args.no_anchors = True
     if args.quick:
         args.decimate_steps = min(args.decimate_steps, 7)
         args.repeats = min(args.repeats, 5)
@@ -491,6 +585,7 @@ def run_meta(use_operator: bool, continuity: str) -> dict:
         "ours_via": "the operator bpy.ops.anim_signals.fit_latent_spline (BVH) and anim_signals.fit_channels (1D)"
         if use_operator else "anim_signals.fit_channels",
         "python": sys.version.split()[0],
+        "load_average_at_start": os.getloadavg()[0],
     }
 
 
@@ -577,14 +672,33 @@ def fit_report(results, anchors, notes, args, meta, partial=False) -> tuple[str,
     return md, payload
 
 
+METHOD_ORDER = ("original", "ours FEWEST", "ours EDITABLE", "ours EXACT", "ours LATENT", "ours PER_CHANNEL", "ours AUTO",
+                "Blender Decimate", "Decimate, margin per F-curve", "Decimate at equal keys", "Blender Clean Keyframes")
+
+
+def method_rank(row) -> int:
+    """Rows of a clip merged from several runs in the order of one run (others after, as they came)."""
+    return METHOD_ORDER.index(row["method"]) if row["method"] in METHOD_ORDER else len(METHOD_ORDER)
+
+
 def merge(dirs, args):
     """Combine the JSON of several runs (e.g. clips split over two processes) into one table."""
     results, anchors, notes, metas = {}, {}, [], []
     for d in dirs:
         prev = json.loads((Path(d) / "benchmark_fit.json").read_text())
         metas.append(prev["meta"])
-        for r in prev["results"]:
-            results[r["clip"]] = (r["clip"], tuple(r["shape"]), r["rows"])
+        for r in prev["results"]:  # rows of one clip from several runs combined; a later run's row replaces
+            if r["clip"] in results:
+                rows = {x["method"]: x for x in results[r["clip"]][2]}
+                for x in r["rows"]:
+                    old = rows.get(x["method"])
+                    if old is not None and x["method"] != "original" and old.get("keys") != x.get("keys"):
+                        notes.append(f"{r['clip']} {x['method']}: {x.get('keys')} keys in {d}, "
+                                     f"{old.get('keys')} in an earlier run (the later one is shown)")
+                    rows[x["method"]] = x
+                results[r["clip"]] = (r["clip"], tuple(r["shape"]), sorted(rows.values(), key=method_rank))
+            else:
+                results[r["clip"]] = (r["clip"], tuple(r["shape"]), r["rows"])
         for k, v in prev.get("anchors", {}).items():
             if v:
                 anchors[k] = v

@@ -54,13 +54,62 @@ def fit_input(clip: Clip):
     return values
 
 
-def measure(clip: Clip, approx, *, method, keys, floats, seconds, action=None, note="", args=None):
+BROKEN_ANGLE_DEG = 0.5  # handles further than this from a straight line through the key: broken
+
+
+def key_stats(fcs, angle_deg: float = BROKEN_ANGLE_DEG) -> tuple[int, int]:
+    """(distinct keyed frames over all ``fcs``, broken-handle keys), read from Blender's F-curves.
+
+    A key is broken when it is an inner key (not a curve's first or last) and the directions from its
+    left handle to the key and from the key to its right handle differ by more than ``angle_deg``,
+    measured in the Graph Editor's (frame, value) units at an equal scale.
+    """
+    frames: set[float] = set()
+    broken = 0
+    for fc in fcs:
+        kps = fc.keyframe_points
+        n = len(kps)
+        if not n:
+            continue
+        arr = {}
+        for attr in ("co", "handle_left", "handle_right"):
+            buf = np.empty(2 * n, dtype=np.float32)
+            kps.foreach_get(attr, buf)
+            arr[attr] = buf.reshape(n, 2).astype(np.float64)
+        frames.update(np.round(arr["co"][:, 0], 4).tolist())
+        if n < 3:
+            continue
+        co = arr["co"][1:-1]
+        a = co - arr["handle_left"][1:-1]
+        b = arr["handle_right"][1:-1] - co
+        ang = np.degrees(np.abs(np.arctan2(a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0], (a * b).sum(axis=1))))
+        broken += int(np.count_nonzero(ang > angle_deg))
+    return len(frames), broken
+
+
+def _outside(clip: Clip, approx) -> dict | None:
+    """Frames x curves strictly outside the tolerance (no slack), with the worst one named."""
+    err = np.abs(approx - clip.values)
+    over = err > clip.tol
+    if not over.any():
+        return None
+    ratio = np.where(over, err / clip.tol, 0.0)
+    i, j = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+    labels = getattr(clip, "labels", None)
+    label = labels[j] if labels is not None else f"curve {j}"
+    return {"count": int(over.sum()), "curves": int(over.any(axis=0).sum()), "worst_curve": label,
+            "worst_frame": float(clip.frames[i]), "worst_error": float(err[i, j]), "tolerance": float(clip.tol[j])}
+
+
+def measure(clip: Clip, approx, *, method, keys, floats, seconds, action=None, note="", args=None, fcurves=None):
     """A result row: E_D, RMS and max error by kind (rotation in degrees), world cm for armatures.
 
     ``action``: the method's keys in Blender, for the world-space error (default: a copy of the
-    clip's action holding ``approx`` on every frame).
+    clip's action holding ``approx`` on every frame). ``fcurves``: the method's F-curves in Blender,
+    for the keyed frames and broken handles (:func:`key_stats`; None: not counted).
     """
     approx = np.asarray(approx, float)
+    keyed_frames, broken = key_stats(fcurves) if fcurves is not None else (None, None)
     row = {
         "clip": clip.name,
         "method": method,
@@ -73,6 +122,9 @@ def measure(clip: Clip, approx, *, method, keys, floats, seconds, action=None, n
         "world_cm": None,
         "seconds": seconds,
         "note": note,
+        "keyed_frames": keyed_frames,
+        "broken_keys": broken,
+        "outside": _outside(clip, approx),
     }
     if clip.is_armature and clip.ob is not None and args is not None and not args.no_world:
         tmp = None
@@ -88,4 +140,5 @@ def measure(clip: Clip, approx, *, method, keys, floats, seconds, action=None, n
 def na_row(clip, method, note):
     """A row for a method that could not run (``note`` says why)."""
     return {"clip": clip.name, "method": method, "keys": None, "floats": None, "E_D": None, "rms": {},
-            "max_error": {}, "within_tolerance": None, "world_cm": None, "seconds": None, "note": note}
+            "max_error": {}, "within_tolerance": None, "world_cm": None, "seconds": None, "note": note,
+            "keyed_frames": None, "broken_keys": None, "outside": None}

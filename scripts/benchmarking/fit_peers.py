@@ -38,9 +38,11 @@ def _select_cols(fcs, cols):
             fc.keyframe_points.foreach_set(attr, [sel] * n)
 
 
-def _decimate_copy(clip, override, margin_cols, name):
+def _decimate_copy(clip, override, margin_cols, name, op=None):
     """A decimated copy of the original action: for each (margin, columns), those curves' keys at that margin.
-    Returns (action, seconds spent in graph.decimate)."""
+    Returns (action, its F-curves, seconds spent in graph.decimate). ``op(override, margin)``: another
+    Graph Editor reducer than Decimate (Clean Keyframes)."""
+    op = op or _decimate
     act = clip.action.copy()
     act.name = name
     be.assign_action(clip.ob, act)
@@ -50,25 +52,26 @@ def _decimate_copy(clip, override, margin_cols, name):
         if m > 0 and len(cols):
             _select_cols(fcs, cols)
             t0 = time.perf_counter()
-            _decimate(override, m)
+            op(override, m)
             secs += time.perf_counter() - t0
     return act, fcs, secs
 
 
-def _search_margin(clip, override, cols, steps: int):
+def _search_margin(clip, override, cols, steps: int, op=None, oracle: bool = True):
     """One Decimate margin for the curves ``cols``: doubling or halving from the smallest tolerance, then
     bisection, ``steps`` trials; keeps the margin with the fewest keys whose every frame is in tolerance
     (margin 0, every key kept, if none is). Then a few larger margins for the per-curve oracle.
 
     Returns (margin, trials [(margin, all in tolerance, keys)], results [(margin, in tolerance per
-    curve, keys per curve)] of every trial).
+    curve, keys per curve)] of every trial). ``op``: the reducer (default Decimate); ``oracle=False``:
+    no larger margins after the search.
     """
     ob, orig = clip.ob, clip.action
     tol = clip.tol[cols]
     results = []
 
     def trial(m):
-        act, fcs, _ = _decimate_copy(clip, override, [(m, cols)], "bench_trial")
+        act, fcs, _ = _decimate_copy(clip, override, [(m, cols)], "bench_trial", op=op)
         try:
             sub = [fcs[j] for j in cols]
             approx = be.sample_fcurves(sub, clip.frames)
@@ -100,7 +103,7 @@ def _search_margin(clip, override, cols, steps: int):
         else:
             m = math.sqrt(lo * hi)
     base = best[0] if best[0] > 0 else float(np.min(tol))
-    for f in (2.0, 4.0, 8.0, 16.0):
+    for f in (2.0, 4.0, 8.0, 16.0) if oracle else ():
         if not any(abs(r[0] - base * f) < 1e-12 for r in results):
             trial(base * f)
     return best[0], trials, results
@@ -118,23 +121,25 @@ def _margin_per_curve(clip, cols, results):
     return choice
 
 
-def _decimate_row(clip, override, plan, name, args, **row):
-    """The row of one timed Decimate run with ``plan`` [(margin, columns)] on a copy of the action."""
-    act, fcs, secs = _decimate_copy(clip, override, plan, name)
+def _decimate_row(clip, override, plan, name, args, op=None, **row):
+    """The row of one timed Decimate (or ``op``) run with ``plan`` [(margin, columns)] on a copy of the action."""
+    act, fcs, secs = _decimate_copy(clip, override, plan, name, op=op)
     approx = be.sample_fcurves(fcs, clip.frames)
     keys = be.count_keys(fcs)
     be.assign_action(clip.ob, clip.action)
-    out = measure(clip, approx, keys=keys, floats=keys * BEZIER_FLOATS, seconds=secs, action=act, args=args, **row)
+    out = measure(clip, approx, keys=keys, floats=keys * BEZIER_FLOATS, seconds=secs, action=act, args=args,
+                  fcurves=fcs, **row)
     bpy.data.actions.remove(act)
     return out
 
 
-def decimate_peer(clip: Clip, args):
+def decimate_peer(clip: Clip, args, per_curve_row: bool = True):
     """Graph Editor Decimate with its margin searched per channel kind until every frame is in tolerance.
 
     Returns two rows: one margin per channel kind (what an animator does: select the rotation curves,
     decimate; then the location curves), and the best margin per F-curve among the same trials plus a few
-    larger ones (a stronger, oracle-like Decimate: each curve decimated as far as its own tolerance allows).
+    larger ones (a stronger, oracle-like Decimate: each curve decimated as far as its own tolerance allows;
+    ``per_curve_row=False``: not run, nor its larger margins).
     """
     be.set_active(clip.ob)
     override = be.graph_editor_override()
@@ -143,7 +148,8 @@ def decimate_peer(clip: Clip, args):
     t_search = time.perf_counter()
     for group in [k for k in ("rotation", "location", "quaternion", "other") if (kinds == k).any()]:
         cols = np.flatnonzero(kinds == group)
-        margins[group], search[group], results = _search_margin(clip, override, cols, args.decimate_steps)
+        margins[group], search[group], results = _search_margin(clip, override, cols, args.decimate_steps,
+                                                                oracle=per_curve_row)
         per_curve.append((cols, _margin_per_curve(clip, cols, results)))
     search_s = time.perf_counter() - t_search
 
@@ -152,6 +158,8 @@ def decimate_peer(clip: Clip, args):
     by_kind = _decimate_row(clip, override, plan, f"{name}_decimated", args, method="Blender Decimate",
                             note="margin per kind: " + ", ".join(f"{g} {m:.4g}" for g, m in margins.items()))
     by_kind["decimate_search"] = {"seconds": search_s, "trials": search, "margins": margins}
+    if not per_curve_row:
+        return [by_kind]
     plan = [(float(m), cols[choice == m]) for cols, choice in per_curve for m in np.unique(choice)]
     by_curve = _decimate_row(clip, override, plan, f"{name}_decimated_per_curve", args,
                              method="Decimate, margin per F-curve",
