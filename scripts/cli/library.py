@@ -84,7 +84,7 @@ class LibrarySummary:
 def default_options(command: str) -> dict[str, Any]:
     """The options a command runs with when none are given (the single-clip commands' defaults)."""
     return {
-        "fit": dict(mode="FEWEST", max_error_rotation=0.5, max_error_location=0.01, max_error_other=0.01,
+        "fit": dict(mode="FEWEST", share_keys="CURVE", max_error_rotation=0.5, max_error_location=0.01, max_error_other=0.01,
                     internal_knots=0, snap_to_frames=False, seed=0),
         "loop": dict(auto=False, in_place=False, no_cycles=False),
         "compare": dict(features="BODY", n_samples=100, closed=True, k=10, candidates=0, clusters=0, coarse=24),
@@ -417,7 +417,7 @@ def cmd_library(args) -> int:
     command = args.library_command
     opts: dict[str, Any] = {}
     if command == "fit":
-        opts = dict(mode=args.mode, max_error_rotation=args.max_error_rotation,
+        opts = dict(mode=args.mode, share_keys=args.share_keys, max_error_rotation=args.max_error_rotation,
                     max_error_location=args.max_error_location, max_error_other=args.max_error_other,
                     internal_knots=args.internal_knots, snap_to_frames=args.snap_to_frames, seed=args.seed)
     elif command == "loop":
@@ -463,6 +463,8 @@ def add_library_parser(sub) -> None:
     fit = lib.add_parser("fit", help="fit every clip (bpy.ops.anim_signals.fit_latent_spline)")
     _add_common(fit)
     fit.add_argument("--mode", default="FEWEST", choices=("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL"))
+    fit.add_argument("--share-keys", default="CURVE", choices=("CURVE", "BONE", "ALL"),
+                     help="curves keyed on the same frames: each curve its own (default), per bone, all")
     fit.add_argument("--max-error-rotation", type=float_range(1e-4), default=0.5, help="degrees (default 0.5)")
     fit.add_argument("--max-error-location", type=float_range(1e-6), default=0.01, help="scene units (default 0.01)")
     fit.add_argument("--max-error-other", type=float_range(1e-6), default=0.01)
