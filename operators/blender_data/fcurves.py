@@ -335,7 +335,8 @@ def write_bezier(fc: bpy.types.FCurve, co: np.ndarray, handle_left: np.ndarray, 
     handle_type
         (k,) handle types of both sides, as identifiers ('FREE', ...) or enum ints. They must be
         FREE or ALIGNED (VECTOR for straight segments) for ``fc.update()`` to keep the exact handle
-        positions: AUTO types would be recomputed by Blender.
+        positions: AUTO types would be recomputed by Blender (ALIGNED ones are turned by a float32
+        step or so: :func:`keep_fitted_handles`).
 
     Raises
     ------
@@ -348,6 +349,40 @@ def write_bezier(fc: bpy.types.FCurve, co: np.ndarray, handle_left: np.ndarray, 
     hr = np.ascontiguousarray(handle_right, dtype=np.float64).reshape(n, 2)
     types = _as_type_ints(handle_type, n, _handle_type_values())
     _replace_keys(fc, co, hl, hr, types, types, _interpolation_values()["BEZIER"])
+
+
+def keep_fitted_handles(fc: bpy.types.FCurve, handle_left: np.ndarray, handle_right: np.ndarray,
+                        frames: np.ndarray, values: np.ndarray, tolerance: float) -> int:
+    """After :func:`write_bezier`: where Blender's evaluation of ``fc`` leaves an original sample
+    beyond ``tolerance``, the ALIGNED keys whose handles Blender turned are written FREE with the
+    handles given (``(k, 2)``, as fitted). Returns how many keys that changed.
+
+    Blender re-aligns ALIGNED handles on update, one handle turned to the other's direction;
+    handles collinear in float64 are not quite so in float32, and a short handle (a fraction of a
+    frame at a frame number in the thousands) can turn a long one enough to cost a few percent of a
+    tolerance. Every key turns a little; only a curve that then misses is changed."""
+    kps = fc.keyframe_points
+    n = len(kps)
+    if n == 0:
+        return 0
+    got = np.array([fc.evaluate(float(f)) for f in frames])
+    if np.max(np.abs(got - values)) <= tolerance:
+        return 0
+    table = _handle_type_values()
+    types = np.empty(n, dtype=np.int32)
+    kps.foreach_get("handle_left_type", types)
+    want_l = np.asarray(handle_left, dtype=np.float32).reshape(n, 2)
+    want_r = np.asarray(handle_right, dtype=np.float32).reshape(n, 2)
+    moved = (types == table["ALIGNED"]) & (np.any(_read_pairs(kps, "handle_left", n) != want_l, axis=1)
+                                           | np.any(_read_pairs(kps, "handle_right", n) != want_r, axis=1))
+    if moved.any():
+        types = np.where(moved, table["FREE"], types).astype(np.int32)
+        kps.foreach_set("handle_left_type", types)
+        kps.foreach_set("handle_right_type", types)
+        kps.foreach_set("handle_left", want_l.ravel())
+        kps.foreach_set("handle_right", want_r.ravel())
+        fc.update()
+    return int(np.count_nonzero(moved))
 
 
 def _write_key_per_frame(fc: bpy.types.FCurve, frames: np.ndarray, values: np.ndarray, handle: str,

@@ -43,6 +43,7 @@ from ..blender_data.fcurves import (
     count_key_frames,
     count_keys,
     curves_digest,
+    keep_fitted_handles,
     keep_keys,
     sample_curves,
     write_bezier,
@@ -294,6 +295,7 @@ class FitSummary(KindErrors):
     kept: int = 0
     keyed_frames: int = 0
     broken_keys: int = 0
+    freed_keys: int = 0  # ALIGNED keys written FREE: Blender's re-alignment cost a sample its tolerance
     mode_used: str = ""
     distortion: float = 0.0
     joint_error_cm: float = -1.0  # < 0: not an armature
@@ -305,7 +307,9 @@ class FitSummary(KindErrors):
         pct = 100.0 * self.keys_after / max(self.keys_before, 1)
         parts = [
             f"Fitted {self.curves} curves ({self.mode_used}): {self.keys_before} -> {self.keys_after} keys ({pct:.1f}%)",
-            f"{self.keyed_frames} keyed frames, {self.broken_keys} broken handles",
+            f"{self.keyed_frames} keyed frames, {self.broken_keys} broken handles"
+            + (f" ({self.freed_keys} aligned keys written FREE: Blender's re-alignment moved a sample past its "
+               "max error)" if self.freed_keys else ""),
             f"E_D {self.distortion:.3g}",
         ]
         if self.max_rotation_deg or self.rms_rotation_deg:
@@ -397,10 +401,13 @@ def write_plan(plan: FitPlan, *, keep_original: bool, scene=None) -> FitSummary:
         tx.keep_action(job.id_data)
     targets = writable_curves(plan.jobs, keep_original=keep_original, suffix=FIT_SUFFIX)
     for job, (_, curves) in zip(plan.jobs, targets, strict=True):
-        for fc, curve in zip(curves, job.result.curves, strict=True):
+        for j, (fc, curve) in enumerate(zip(curves, job.result.curves, strict=True)):
             if not keep_original:
                 tx.on_rollback(keep_keys(fc))
             write_bezier(fc, curve.co, curve.handle_left, curve.handle_right, curve.handle_type)
+            if np.any(curve.handle_type == "ALIGNED"):  # Blender turns ALIGNED handles a little
+                summary.freed_keys += keep_fitted_handles(fc, curve.handle_left, curve.handle_right, job.frames,
+                                                          job.fit_values[:, j], float(job.tolerance[j]))
         summary.action_names.append(job.id_data.animation_data.action.name)
 
     if armature_jobs:

@@ -478,3 +478,33 @@ def test_shared_key_frames(scene, mode, share):
     res = scene.anim_signals.last_fit
     shared = set().union(*(next(iter(v)) for v in by_owner.values()))
     assert res.keyed_frames == len(shared | {float(frames[0])})
+
+
+def test_aligned_keys_that_blender_turns_past_the_tolerance_are_written_free(scene, ext):
+    """Blender re-aligns ALIGNED handles on update (float32): a short right handle at frame ~1200
+    turns the long left one. keep_fitted_handles frees such keys where a sample would miss."""
+    fcurves = ext_module("operators.blender_data.fcurves")
+    core = ext_module("anim_signals")
+    ob = bpy.data.objects.new("Turn", None)
+    scene.collection.objects.link(ob)
+    keyed(ob, "location", np.array([1190.0, 1194.0, 1198.0]), np.zeros((3, 1)))
+    fc = next(f for f in fcurves_of(ob) if f.array_index == 0)
+    slope = -1.5637
+    co = np.array([[1190.0, 2.0], [1194.0, -4.3108], [1198.0, -2.0]])
+    hl = np.array([[1189.0, 2.0], co[1] - [4.0, 4.0 * slope], [1197.0, -2.5]])
+    hr = np.array([[1191.0, 1.0], co[1] + [0.2, 0.2 * slope], [1199.0, -1.5]])
+    types = np.array(["FREE", "ALIGNED", "FREE"])
+    frames = np.arange(1190.0, 1199.0, 0.25)
+    intended = core.BezierCurve(co, hl, hr, types).evaluate(frames)
+    fcurves.write_bezier(fc, co, hl, hr, types)
+    turned = np.abs(np.array([fc.evaluate(f) for f in frames]) - intended).max()
+    assert turned > 1e-5, turned  # Blender turned the long handle
+    tol = turned / 4  # a tolerance the turned curve misses
+    freed = fcurves.keep_fitted_handles(fc, hl, hr, frames, intended, tol)
+    after = np.abs(np.array([fc.evaluate(f) for f in frames]) - intended).max()
+    assert freed == 1 and fc.keyframe_points[1].handle_left_type == "FREE"
+    assert after <= max(tol, 2e-6), (turned, after)
+    # a curve within its tolerance is left as Blender has it
+    fcurves.write_bezier(fc, co, hl, hr, types)
+    assert fcurves.keep_fitted_handles(fc, hl, hr, frames, intended, 1.0) == 0
+    assert fc.keyframe_points[1].handle_left_type == "ALIGNED"
