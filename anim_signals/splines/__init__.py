@@ -27,6 +27,9 @@ bezier
 key_reduction
     The fewest keys per channel, every segment with its own free handles (the Fit Spline
     operator's default): :func:`fewest_keys`, a shortest path over key positions.
+segment_fit
+    The segment test it runs: can one Bezier segment between two samples keep the samples in
+    between within a limit (thirds, a table of handle lengths, Lawson towards the minimax).
 object_space
     Object-space error bounds for a rig (ACL's virtual vertices): per-channel tolerances that
     keep every joint within X, :func:`joint_tolerances`; :func:`tighten_chains` for verification.

@@ -14,6 +14,7 @@ from scipy.optimize import linprog
 
 from anim_signals import FitCancelled, fit_channels
 from anim_signals.splines import key_reduction as fk
+from anim_signals.splines import segment_fit
 from anim_signals.splines.key_reduction import ACCEPT_SHARE, fewest_keys, segment_feasible
 
 
@@ -205,7 +206,7 @@ def minimax_any_pair(frames, y):
     u = (frames[1:-1] - frames[0]) / (frames[-1] - frames[0])
     best = np.inf
     for alpha, beta in fk.HANDLE_PAIRS:
-        t = fk._inverse_x(u, np.full(u.shape, alpha), np.full(u.shape, beta))
+        t = segment_fit.inverse_x(u, np.full(u.shape, alpha), np.full(u.shape, beta))
         b = np.stack([(1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t * t, t**3], axis=1)
         r0 = y[1:-1] - b[:, 0] * y[0] - b[:, 3] * y[-1]
         a_ub = np.vstack([np.column_stack([b[:, 1], b[:, 2], -np.ones(u.size)]),
