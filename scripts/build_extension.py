@@ -7,8 +7,8 @@ Run with the project's venv (it needs the ``bpy`` module for Blender's builder a
     .venv/bin/python scripts/build_extension.py --platform linux-x64  # only the Linux zip
 
 Steps:
-1. download the scipy and scikit-learn (cp311, per platform) and cma, joblib, threadpoolctl
-   (py3-none-any; scikit-learn's runtime dependencies) wheels into ``wheels/``
+1. download the scipy, scikit-learn and faiss-cpu (cp311, per platform) and cma, packaging, joblib, threadpoolctl
+   (py3-none-any; the runtime dependencies of faiss and scikit-learn) wheels into ``wheels/``
    (git-ignored; already present wheels are reused, nothing is downloaded again);
 2. copy the extension's source into a staging folder ``build/staging/anim_signals`` (respecting the
    manifest's ``paths_exclude_pattern``) whose ``blender_manifest.toml`` lists those wheels and the
@@ -44,6 +44,12 @@ CMA_VERSION = "4.5.0"
 SKLEARN_VERSION = "1.6.1"
 JOBLIB_VERSION = "1.6.0"
 THREADPOOLCTL_VERSION = "3.8.0"
+# faiss-cpu (the motion database's approximate nearest-neighbour index; optional at run time: without
+# it the database falls back to exact search and says so). 1.10.0 is the newest release with cp311
+# wheels on all four platforms at macOS 10.14 / 11.0 (1.11+ need macOS 13-14 on Intel and arm64);
+# one version everywhere keeps the index files one format. ``packaging`` is its pure-Python dependency.
+FAISS_VERSION = "1.10.0"
+PACKAGING_VERSION = "26.3"
 PY_VERSION = "3.11"
 ABI = "cp311"
 
@@ -66,8 +72,23 @@ SKLEARN_GLOBS: dict[str, str] = {
     "macos-arm64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-macosx_*_arm64.whl",
     "windows-x64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-win_amd64.whl",
 }
+# Blender platform -> glob of the faiss-cpu wheel (pip platform tags as scipy's, the Intel Mac's too old
+# for scipy's tag list: faiss's wheel there is macosx_10_14)
+FAISS_PLATFORMS: dict[str, list[str]] = {
+    "linux-x64": PLATFORMS["linux-x64"][0],
+    "macos-x64": ["macosx_11_0_x86_64", "macosx_10_14_x86_64"],
+    "macos-arm64": ["macosx_12_0_arm64", "macosx_11_0_arm64"],
+    "windows-x64": ["win_amd64"],
+}
+FAISS_GLOBS: dict[str, str] = {
+    "linux-x64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-*manylinux*_x86_64.whl",
+    "macos-x64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-macosx_*_x86_64.whl",
+    "macos-arm64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-macosx_*_arm64.whl",
+    "windows-x64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-win_amd64.whl",
+}
 PURE_WHEELS: list[tuple[str, str]] = [  # (requirement, glob) of the py3-none-any wheels
     (f"cma=={CMA_VERSION}", CMA_GLOB),
+    (f"packaging=={PACKAGING_VERSION}", f"packaging-{PACKAGING_VERSION}-py3-none-any.whl"),
     (f"joblib=={JOBLIB_VERSION}", f"joblib-{JOBLIB_VERSION}-py3-none-any.whl"),
     (f"threadpoolctl=={THREADPOOLCTL_VERSION}", f"threadpoolctl-{THREADPOOLCTL_VERSION}-py3-none-any.whl"),
 ]
@@ -128,6 +149,8 @@ def ensure_wheels(platforms: list[str]) -> list[Path]:
     WHEELS_DIR.mkdir(exist_ok=True)
     wheels = [fetch_wheel(f"scipy=={SCIPY_VERSION}", *PLATFORMS[plat]) for plat in platforms]
     wheels += [fetch_wheel(f"scikit-learn=={SKLEARN_VERSION}", PLATFORMS[plat][0], SKLEARN_GLOBS[plat])
+               for plat in platforms]
+    wheels += [fetch_wheel(f"faiss-cpu=={FAISS_VERSION}", FAISS_PLATFORMS[plat], FAISS_GLOBS[plat])
                for plat in platforms]
     wheels += [fetch_wheel(req, None, pattern) for req, pattern in PURE_WHEELS]
     return wheels

@@ -8,7 +8,7 @@ repository: the pytest process already has the checkout enabled as ``bl_ext.dev.
 
 Checks: the add-on is enabled; every operator ``bl_idname`` declared in the packaged sources (and
 every Operator/Panel/Menu class of the package) is registered; ``bpy.ops.anim_signals.fit_latent_spline``
-resolves; scipy and cma import from the wheels Blender extracted into
+resolves; scipy, cma and faiss import from the wheels Blender extracted into
 ``<user>/extensions/.local/lib/python3.11/site-packages`` and not from the venv (whose copies the
 subprocess hides, as real Blender has none); disabling unregisters.
 """
@@ -43,7 +43,7 @@ out = {"errors": []}
 import importlib.abc, importlib.machinery
 class _OnlyBundled(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name not in ("scipy", "cma"):
+        if name not in ("scipy", "cma", "faiss"):
             return None  # submodules are found through their package's __path__
         local = [p for p in sys.path if "/extensions/.local/" in p.replace(os.sep, "/")]
         spec = importlib.machinery.PathFinder.find_spec(name, local)
@@ -94,6 +94,11 @@ try:
     import scipy, scipy.interpolate, scipy.linalg, cma, numpy
     out["scipy"] = [scipy.__version__, scipy.__file__]
     out["cma"] = [cma.__version__, cma.__file__]
+    import faiss  # the motion database's approximate index, from its wheel, beside Blender's numpy
+    index = faiss.IndexFlatL2(3)
+    index.add(numpy.eye(3, dtype="float32"))
+    out["faiss"] = [faiss.__version__, faiss.__file__]
+    out["faiss_search"] = index.search(numpy.array([[0.9, 0.1, 0.0]], dtype="float32"), 2)[1].tolist()
     out["numpy"] = [numpy.__version__, numpy.__file__]
     out["site_packages"] = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
                                         "python%d.%d" % sys.version_info[:2], "site-packages")
@@ -163,9 +168,11 @@ def test_zip_contents(linux_zip: Path) -> None:
     assert any(n.startswith("wheels/scipy-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
     assert any(n.startswith("wheels/cma-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
     assert any(n.startswith("wheels/scikit_learn-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
-    for dep in ("joblib", "threadpoolctl"):  # scikit-learn's runtime dependencies
+    assert any(n.startswith("wheels/faiss_cpu-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
+    for dep in ("joblib", "threadpoolctl", "packaging"):  # scikit-learn's and faiss's runtime dependencies
         assert any(n.startswith(f"wheels/{dep}-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
-    assert len(wheels) == 5, f"only the Linux scipy and scikit-learn wheels, cma, joblib and threadpoolctl belong in the Linux zip: {wheels}"
+    assert len(wheels) == 7, ("only the Linux scipy, scikit-learn and faiss-cpu wheels, cma, joblib, threadpoolctl "
+                              f"and packaging belong in the Linux zip: {wheels}")
     assert 'platforms = ["linux-x64"]' in manifest
     # Development files stay out of the package.
     for prefix in ("tests/", "scripts/", ".venv", ".git/", "dist/", "docs/", ".ci/"):
@@ -201,11 +208,12 @@ def test_install_zip_headless(linux_zip: Path, tmp_path: Path) -> None:
     # scipy and cma come from the wheels Blender extracted for the extension, not from the venv.
     site = os.path.realpath(res["site_packages"])
     assert os.path.realpath(str(user_dir)) in site, log
-    for mod in ("scipy", "cma"):
+    for mod in ("scipy", "cma", "faiss"):
         version, path = res[mod]
         assert os.path.realpath(path).startswith(site + os.sep), f"{mod} imported from {path}, not {site}{log}"
     assert res["scipy"][0] == re.search(r"scipy-([\d.]+)-", " ".join(_wheel_names(linux_zip))).group(1)
-    assert {"scipy", "cma"} <= set(res["extracted"]), log
+    assert {"scipy", "cma", "faiss"} <= set(res["extracted"]), log
+    assert res["faiss_search"] == [[0, 1]], log  # nearest of (0.9, 0.1, 0) among the unit vectors
     # numpy is Blender's own (1.26.x), not bundled.
     assert res["numpy"][0].startswith("1.26"), log
     assert not os.path.realpath(res["numpy"][1]).startswith(site + os.sep), log
