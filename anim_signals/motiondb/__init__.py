@@ -9,6 +9,11 @@ Modules
 graph
     :class:`MotionDatabase`, :class:`OLNGParams`, the streaming :class:`Reconstructor`, batch
     :func:`reconstruct` and its step-by-step :func:`iter_reconstruct`.
+knn
+    k-NN backends (cKDTree, flat scan, faiss HNSW / IVF), the AUTO choice by size and recall target,
+    recall measured at build time: :class:`NeighbourIndex`, :func:`build_index`.
+index_store
+    The index on disk (header, version, content hash, checksum; atomic writes): :func:`cached_index`.
 channels
     Channel names as users type them and rigs spell them (:func:`match_names`, eye channels).
 livelink
@@ -29,17 +34,24 @@ from .graph import (
     reconstruct,
     synthesize,
 )
+from .index_store import IndexFileError, cached_index
+from .knn import IndexOptions, NeighbourIndex, build_index
 from .livelink import LiveLinkError, LiveLinkRecording, read_csv, write_csv
 
 __all__ = [
     "Batch",
     "FaceMesh",
+    "IndexFileError",
+    "IndexOptions",
     "LiveLinkError",
     "LiveLinkRecording",
     "MotionDatabase",
+    "NeighbourIndex",
     "OLNGParams",
     "Reconstructor",
     "Step",
+    "build_index",
+    "cached_index",
     "generated_expressions",
     "generated_face",
     "is_eye_channel",

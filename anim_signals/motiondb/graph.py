@@ -4,8 +4,9 @@ Richert, "Animation Database for real-time motion reconstruction" (2012).
 
 Per query frame (no look-ahead):
 
-1. **k-NN** (scipy cKDTree over the query channels): the k database frames closest to the query;
-   their distances are the node costs c.
+1. **k-NN** (:mod:`.knn`: cKDTree or a flat scan for small databases, a faiss HNSW index above, by
+   :func:`.knn.choose_backend`): the k database frames closest to the query; their distances are the
+   node costs c.
 2. **Online lazy neighbourhood graph** (OLNG): a K x T ring of nodes, one column per query frame.
    A new node p links to the predecessor s in the previous column that lies in the same clip with
    p - b <= s <= p - a (a = 1: strictly forward in the clip; b: how far the database may run ahead
@@ -21,6 +22,7 @@ Queries may use any subset of the channels (partial input); outputs are always f
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..validation import MAX_MAGNITUDE, finite_scalar, positive_int
+from .knn import BACKENDS, IndexOptions, NeighbourIndex, build_index
 
 __all__ = [
     "Batch",
@@ -81,6 +84,7 @@ class MotionDatabase:
     channels: list[str]
     clip_names: list[str]
     _trees: dict = field(default_factory=dict, repr=False, compare=False)
+    _indexes: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_clips(cls, clips: Sequence[np.ndarray], channels: Sequence[str],
@@ -150,13 +154,55 @@ class MotionDatabase:
         return np.asarray(cols, dtype=int), missing
 
     def tree(self, cols: np.ndarray):
-        """cKDTree over the given columns (built once per column subset)."""
+        """cKDTree over the given columns (built once per column subset; :meth:`index` is the general form)."""
         from scipy.spatial import cKDTree
 
         key = tuple(int(c) for c in cols)
         if key not in self._trees:
             self._trees[key] = cKDTree(np.ascontiguousarray(self.frames[:, cols]))
         return self._trees[key]
+
+    def query_points(self, cols: np.ndarray) -> np.ndarray:
+        """The frames over ``cols`` (a view when ``cols`` is every channel in order, else a copy)."""
+        cols = np.asarray(cols, dtype=int)
+        if cols.size == self.frames.shape[1] and np.array_equal(cols, np.arange(cols.size)):
+            return self.frames
+        return np.ascontiguousarray(self.frames[:, cols])
+
+    def index(self, cols: np.ndarray | None = None, backend: str = "AUTO", recall_target: float = 0.95,
+              k: int = 256, options: IndexOptions | None = None, progress=None, cancel=None) -> NeighbourIndex:
+        """A k-NN index over the given columns, built once per column subset and options (kept in memory).
+
+        Parameters
+        ----------
+        cols : ndarray of int, optional
+            Query columns (default: all channels).
+        backend : str
+            One of :data:`.knn.BACKENDS` (``'AUTO'``: :func:`.knn.choose_backend`).
+        recall_target : float
+            recall@k an approximate index must reach (:func:`.knn.build_index`).
+        k : int
+            Neighbours per query the recall is measured at.
+        options : IndexOptions, optional
+            All settings (overrides ``backend``, ``recall_target`` and ``k``).
+        progress, cancel : callable, optional
+            As :func:`.knn.build_index`.
+
+        Returns
+        -------
+        NeighbourIndex
+
+        Raises
+        ------
+        ValueError, IndexTooLarge, IndexBuildCancelled
+            As :func:`.knn.build_index`.
+        """
+        cols = np.arange(self.frames.shape[1]) if cols is None else np.asarray(cols, dtype=int)
+        o = (options or IndexOptions(backend=backend, recall_target=recall_target, k=min(k, self.n_frames))).checked()
+        key = (tuple(int(c) for c in cols), o)
+        if key not in self._indexes:
+            self._indexes[key] = build_index(self.query_points(cols), options=o, progress=progress, cancel=cancel)
+        return self._indexes[key]
 
     def to_dict(self) -> dict:
         """Plain arrays and lists; :meth:`from_dict` inverts it."""
@@ -187,9 +233,15 @@ class OLNGParams:
     stay : float
         In [0, 1): the previous best path's continuation costs (1 - stay) x.
     eps : float
-        Approximate k-NN (cKDTree ``eps``: neighbours within (1 + eps) x the true distances).
+        Approximate k-NN (cKDTree ``eps``: neighbours within (1 + eps) x the true distances; with
+        backend AUTO it selects the cKDTree).
     synthesis_iterations : int
         Weiszfeld steps (at most WEISZFELD_STEPS) then Newton steps of :func:`synthesize`.
+    backend : str
+        k-NN backend, one of :data:`.knn.BACKENDS` (AUTO: exact for small databases, HNSW above; see
+        :func:`.knn.choose_backend`).
+    recall_target : float
+        In (0, 1]: recall@k an approximate index must reach at build time (1: exact search).
     """
 
     k: int = 256
@@ -200,6 +252,8 @@ class OLNGParams:
     stay: float = 0.0
     eps: float = 0.0
     synthesis_iterations: int = 16
+    backend: str = "AUTO"
+    recall_target: float = 0.95
 
     def checked(self, n_frames: int) -> OLNGParams:
         """``self``, after checking the settings against a database of ``n_frames`` frames.
@@ -223,12 +277,39 @@ class OLNGParams:
             raise ValueError("eps must be >= 0")
         if self.k > n_frames:
             raise ValueError(f"k = {self.k} neighbours but the database has {n_frames} frames")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
+        if not 0.0 < finite_scalar("recall_target", self.recall_target) <= 1.0:
+            raise ValueError(f"recall_target must be in (0, 1], got {self.recall_target}")
+        if self.eps > 0.0 and self.backend not in ("AUTO", "KDTREE"):
+            raise ValueError(f"eps is cKDTree's approximate search: backend KDTREE, not {self.backend}")
         return self
+
+    def index_options(self) -> IndexOptions:
+        """The :class:`.knn.IndexOptions` these settings ask for."""
+        return IndexOptions(backend=self.backend, recall_target=self.recall_target, k=self.k, eps=self.eps)
 
 
 # ------------------------------------------------------------------------------------------------
 # synthesis
 # ------------------------------------------------------------------------------------------------
+
+
+def _solve_spd(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """x with a x = b for a symmetric positive definite ``a`` (Cholesky), or None if it is not.
+
+    scipy's LAPACK ``dposv`` rather than ``np.linalg.solve``: on a busy 2-core machine numpy's
+    OpenBLAS ran its LU of a 39 x 39 matrix on two threads and took 45 us (up to ms) instead of 10.
+    """
+    from scipy.linalg.lapack import dposv  # noqa: PLC0415 - scipy is slow to import
+
+    _, x, info = dposv(a, b)
+    if info != 0:
+        try:
+            return np.linalg.solve(a, b)
+        except np.linalg.LinAlgError:
+            return None
+    return np.asarray(x).reshape(-1)
 
 
 def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 16, tol: float = 1e-10) -> np.ndarray:
@@ -273,47 +354,54 @@ def synthesize(poses: np.ndarray, costs: np.ndarray, iterations: int = 16, tol: 
     if at_point.any():
         return q[int(np.argmax(np.where(at_point, weight_at, -1.0)))].copy()
 
-    def energy(x):
-        return float(w @ np.linalg.norm(q - x, axis=1))
+    def norms(x):  # |q_i - x|; einsum, not np.linalg.norm: this loop is the synthesis' cost
+        r = q - x
+        return np.sqrt(np.einsum("ij,ij->i", r, r))
+
+    def vnorm(v):
+        return math.sqrt(float(v @ v))
 
     x = w @ q
-    e = energy(x)
+    dx = norms(x)  # distances of the accepted x (reused by the next step)
+    e = float(w @ dx)
     for _ in range(min(iterations, WEISZFELD_STEPS)):  # Weiszfeld (over-relaxed): robust, linear convergence
-        d = np.maximum(np.linalg.norm(q - x, axis=1), 1e-12)
-        inv = w / d
+        inv = w / np.maximum(dx, 1e-12)
         target = inv @ q / inv.sum()
         trial = x + 1.8 * (target - x)
-        e_trial = energy(trial)
+        d_trial = norms(trial)
+        e_trial = float(w @ d_trial)
         if e_trial > e:
-            trial, e_trial = target, energy(target)
-        converged = np.linalg.norm(trial - x) <= tol * (1.0 + np.linalg.norm(x))
-        x, e = trial, e_trial
+            trial = target
+            d_trial = norms(target)
+            e_trial = float(w @ d_trial)
+        converged = vnorm(trial - x) <= tol * (1.0 + vnorm(x))
+        x, e, dx = trial, e_trial, d_trial
         if converged:
             return x
+    eye = np.eye(x.size)
     for _ in range(max(iterations - WEISZFELD_STEPS, 0)):  # Newton on E (the minimiser is not a data point here)
-        r = q - x
-        d = np.maximum(np.linalg.norm(r, axis=1), 1e-12)
-        u = r / d[:, None]
+        d = np.maximum(dx, 1e-12)
+        u = (q - x) / d[:, None]
         grad = -(w @ u)
-        if np.linalg.norm(grad) <= 1e-12:
+        if vnorm(grad) <= 1e-12:
             break
         wd = w / d
-        hess = np.eye(x.size) * float(wd.sum()) - (u * wd[:, None]).T @ u  # sum w_i/d_i (I - u_i u_i^T)
-        try:
-            delta = np.linalg.solve(hess, -grad)
-        except np.linalg.LinAlgError:  # pragma: no cover - H is positive definite off the data points
+        hess = eye * float(wd.sum()) - (u * wd[:, None]).T @ u  # sum w_i/d_i (I - u_i u_i^T)
+        delta = _solve_spd(hess, -grad)
+        if delta is None:  # pragma: no cover - H is positive definite off the data points
             break
         t = 1.0
         while t > 1e-6:
             trial = x + t * delta
-            e_trial = energy(trial)
+            d_trial = norms(trial)
+            e_trial = float(w @ d_trial)
             if e_trial <= e:
                 break
             t *= 0.5
         else:
             break
-        done = np.linalg.norm(trial - x) <= tol * (1.0 + np.linalg.norm(x))
-        x, e = trial, e_trial
+        done = vnorm(trial - x) <= tol * (1.0 + vnorm(x))
+        x, e, dx = trial, e_trial, d_trial
         if done:
             break
     return x
@@ -364,15 +452,19 @@ class Reconstructor:
     params : OLNGParams, optional
     query_channels : sequence of str, optional
         Channels the queries hold, in query order (default: all of the database's).
+    index : NeighbourIndex, optional
+        A k-NN index over the database frames of the query channels (for instance loaded by
+        :func:`.index_store.cached_index`); default ``db.index(...)`` with ``params.backend`` and
+        ``params.recall_target`` (built on first use, then kept by the database).
 
     Raises
     ------
     ValueError
-        On bad params, or query channels missing from the database.
+        On bad params, query channels missing from the database, or an index of another size.
     """
 
     def __init__(self, db: MotionDatabase, params: OLNGParams | None = None,
-                 query_channels: Sequence[str] | None = None):
+                 query_channels: Sequence[str] | None = None, index: NeighbourIndex | None = None):
         self.db = db
         self.params = (params or OLNGParams()).checked(db.n_frames)
         if query_channels is None:
@@ -384,9 +476,19 @@ class Reconstructor:
                                  + (f" and {len(missing) - 8} more" if len(missing) > 8 else ""))
             if self.cols.size == 0:
                 raise ValueError("no query channel in common with the database")
-        self.tree = db.tree(self.cols)
+        if index is None:
+            index = db.index(self.cols, options=self.params.index_options())
+        elif index.n != db.n_frames or index.dim != self.cols.size:
+            raise ValueError(f"the index covers {index.n} x {index.dim} frames, the query "
+                             f"{db.n_frames} x {self.cols.size}")
+        self.index = index
         self.clip_ids = db.clip_of(np.arange(db.n_frames))
         self.reset()
+
+    @property
+    def tree(self):
+        """The database's cKDTree over the query columns (the k-NN before :attr:`index`; built on use)."""
+        return self.db.tree(self.cols)
 
     def reset(self) -> None:
         """Forget the graph: the next query frame starts new paths."""
@@ -396,18 +498,64 @@ class Reconstructor:
         self.path_cost = np.full((k, t), np.inf)  # sum of c over the path (last <= T nodes)
         self.path_length = np.zeros((k, t), dtype=np.int64)
         self.pred = np.full((k, t), -1, dtype=np.int64)  # row in the previous column
+        # ancestors[c][r, d - 1]: row, in column c - d, of the node d steps back along the path ending
+        # at row r of column c (-1 past its start); replaces a T-step walk over pred per update
+        self.ancestors = np.full((t, k, max(t - 1, 1)), -1, dtype=np.int64)
         self.t = -1
         self._prev_best_row = -1
 
     def _oldest_cost(self, rows: np.ndarray, col: int) -> np.ndarray:
         """Cost of the node T - 1 steps back along each path ending at ``rows`` of column ``col``."""
         t_len = self.params.window
-        r = rows.copy()
-        c = col
-        for _ in range(t_len - 1):
-            r = np.where(r >= 0, self.pred[np.maximum(r, 0), c], -1)
-            c = (c - 1) % t_len
-        return np.where(r >= 0, self.cost[np.maximum(r, 0), c], 0.0)
+        if t_len == 1:
+            return self.cost[rows, col]
+        back = self.ancestors[col][rows, t_len - 2]
+        return np.where(back >= 0, self.cost[np.maximum(back, 0), (col + 1) % t_len], 0.0)
+
+    def _link(self, idx: np.ndarray, dist: np.ndarray, prev: int):
+        """Best predecessor of each new node in column ``prev`` (or -1), with the path sums.
+
+        The predecessors of frame p are the frames p - b .. p - a of its clip, so each new node has
+        at most b - a + 1 candidates: found by binary search in the previous column's sorted frames
+        (O(K (b - a + 1) log K), no K x K matrix).  Among equal scores the lowest previous row wins,
+        as an argmin over the rows would choose.
+        """
+        p = self.params
+        k = idx.size
+        prev_nodes = self.nodes[:, prev]
+        rows = np.flatnonzero(prev_nodes >= 0)
+        none = np.full(k, -1, dtype=np.int64)
+        if rows.size == 0:
+            return none, None, None, None
+        pn = prev_nodes[rows]  # distinct frames (one k-NN answer)
+        order = np.argsort(pn, kind="stable")
+        spn, srows = pn[order], rows[order]
+        target = idx[:, None] - np.arange(p.a, p.b + 1)[None, :]  # (K, G): candidate predecessor frames
+        pos = np.minimum(np.searchsorted(spn, target), spn.size - 1)
+        found = (spn[pos] == target) & (self.clip_ids[np.maximum(target, 0)] == self.clip_ids[idx][:, None])
+        if not found.any():
+            return none, None, None, None
+        cand = np.where(found, srows[pos], -1)  # (K, G) previous rows
+        cr = np.maximum(cand, 0)
+        prev_sum = self.path_cost[cr, prev]
+        prev_len = self.path_length[cr, prev]
+        full = prev_len >= p.window  # drop the path's oldest cost to stay within T nodes
+        drop = np.zeros(cand.shape)
+        if full.any():
+            drop[full] = self._oldest_cost(cr[full], prev)
+        edge = np.broadcast_to(dist[:, None], cand.shape)
+        if p.stay > 0.0 and self._prev_best_row >= 0:
+            edge = np.where(cand == self._prev_best_row, edge * (1.0 - p.stay), edge)
+        new_sum = prev_sum - drop + edge
+        new_len = np.minimum(prev_len + 1, p.window)
+        score = np.where(found, new_sum / new_len**2, np.inf)
+        low = score.min(axis=1)
+        # as in Richert's graph: a node with a valid predecessor always continues the cheapest path
+        pick = np.where((score == low[:, None]) & found, cand, np.iinfo(np.int64).max).min(axis=1)
+        has = np.isfinite(low)
+        g = np.argmax((cand == pick[:, None]) & found, axis=1)
+        at = (np.arange(k), g)
+        return np.where(has, pick, -1), has, (edge[at], new_sum[at]), new_len[at]
 
     def step(self, query: np.ndarray) -> Step:
         """Add one query frame to the graph and return the output pose.
@@ -433,9 +581,7 @@ class Reconstructor:
         if not np.all(np.isfinite(q)):
             raise ValueError("query frame has NaN or infinite values")
         t0 = time.perf_counter()
-        dist, idx = self.tree.query(q, k=p.k, eps=p.eps)
-        dist = np.atleast_1d(dist).astype(float)
-        idx = np.atleast_1d(idx).astype(np.int64)
+        dist, idx = self.index.search(q, p.k)
         t1 = time.perf_counter()
 
         self.t += 1
@@ -446,32 +592,16 @@ class Reconstructor:
         length = np.ones(p.k, dtype=np.int64)
         pred = np.full(p.k, -1, dtype=np.int64)
         if self.t > 0:
-            prev_nodes = self.nodes[:, prev]
-            ok_prev = prev_nodes >= 0
-            if ok_prev.any():
-                pn = prev_nodes[ok_prev]
-                rows = np.flatnonzero(ok_prev)
-                gap = idx[:, None] - pn[None, :]  # p - s
-                valid = (gap >= p.a) & (gap <= p.b) & (self.clip_ids[idx][:, None] == self.clip_ids[pn][None, :])
-                if valid.any():
-                    prev_sum = self.path_cost[rows, prev]
-                    prev_len = self.path_length[rows, prev]
-                    full = prev_len >= p.window  # drop the path's oldest cost to stay within T nodes
-                    drop = np.where(full, self._oldest_cost(rows, prev), 0.0)
-                    edge = np.broadcast_to(dist[:, None], valid.shape).copy()
-                    if p.stay > 0.0 and self._prev_best_row >= 0:
-                        edge[:, rows == self._prev_best_row] *= (1.0 - p.stay)
-                    new_sum = prev_sum[None, :] - drop[None, :] + edge
-                    new_len = np.minimum(prev_len + 1, p.window)[None, :]
-                    score = np.where(valid, new_sum / new_len**2, np.inf)
-                    j = np.argmin(score, axis=1)
-                    # as in Richert's graph: a node with a valid predecessor always continues the
-                    # cheapest path
-                    better = np.isfinite(score[np.arange(p.k), j])
-                    node_cost = np.where(better, edge[np.arange(p.k), j], node_cost)  # modulated if so
-                    cost_sum = np.where(better, new_sum[np.arange(p.k), j], cost_sum)
-                    length = np.where(better, np.broadcast_to(new_len, valid.shape)[np.arange(p.k), j], length)
-                    pred = np.where(better, rows[j], -1)
+            pred, has, sums, new_len = self._link(idx, dist, prev)
+            if has is not None:
+                node_cost = np.where(has, sums[0], node_cost)  # modulated if so
+                cost_sum = np.where(has, sums[1], cost_sum)
+                length = np.where(has, new_len, length)
+        if p.window > 1:
+            anc = self.ancestors[col]
+            anc[:, 0] = pred
+            if p.window > 2:
+                anc[:, 1:] = np.where(pred[:, None] >= 0, self.ancestors[prev][np.maximum(pred, 0), :-1], -1)
         self.nodes[:, col] = idx
         self.cost[:, col] = node_cost
         self.path_cost[:, col] = cost_sum
