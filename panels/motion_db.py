@@ -1,5 +1,6 @@
 """3D Viewport sidebar, tab "Signals": the Motion Database panel (import Live Link Face CSV, build the
-database, reconstruct the active action, live mode with the per-frame time).
+database and its k-NN index (backend, measured recall, size, file, loaded or built), reconstruct the
+active action, live mode with the per-frame time).
 
 Reads ``scene.anim_signals.motion_db`` and ``window_manager.anim_signals.motion_db_live`` (owned by
 ``operators/motion_db``); only draws and calls the operators.
@@ -13,11 +14,12 @@ from ..operators.common import as_keywords
 from ..operators.motion_db.live import live_state
 from ..operators.motion_db.operators import (
     ANIM_SIGNALS_OT_build_motion_database,
+    ANIM_SIGNALS_OT_clear_motion_db_index,
     ANIM_SIGNALS_OT_import_live_link_csv,
     ANIM_SIGNALS_OT_motion_db_live,
     ANIM_SIGNALS_OT_reconstruct_motion,
 )
-from ..operators.motion_db.properties import RECONSTRUCT_SETTINGS
+from ..operators.motion_db.properties import INDEX_SETTINGS, RECONSTRUCT_SETTINGS
 from .common import settings_button, split_layout
 
 # Source actions listed by name under the database's numbers.
@@ -47,9 +49,14 @@ class ANIM_SIGNALS_PT_motion_db(bpy.types.Panel):
         box.label(text="Database", icon="ASSET_MANAGER")
         box.prop(s, "kind")
         box.prop(s, "build_actions")
+        col = box.column(align=True)
+        for name in INDEX_SETTINGS:
+            col.prop(s, name)
         op = box.operator(ANIM_SIGNALS_OT_build_motion_database.bl_idname, text="Build", icon="FILE_REFRESH")
         op.kind = s.kind
         op.actions = s.build_actions
+        for name in INDEX_SETTINGS:
+            setattr(op, name, getattr(s, name))
         if not len(s.actions):
             box.label(text="No database yet", icon="INFO")
             return
@@ -59,6 +66,23 @@ class ANIM_SIGNALS_PT_motion_db(bpy.types.Panel):
             col.label(text=item.name, icon="ACTION" if bpy.data.actions.get(item.name) else "ERROR")
         if len(s.actions) > LISTED_ACTIONS:
             col.label(text=f"... {len(s.actions) - LISTED_ACTIONS} more")
+        ANIM_SIGNALS_PT_motion_db._draw_index(box.column(align=True), s)
+
+    @staticmethod
+    def _draw_index(col, s) -> None:
+        if s.index_status == "NONE":
+            col.label(text="Index: loaded or built on first use", icon="INFO")
+            col.operator(ANIM_SIGNALS_OT_clear_motion_db_index.bl_idname, icon="TRASH")
+            return
+        status = "loaded from file" if s.index_status == "LOADED" else "built"
+        col.label(text=f"Index: {s.index_backend}", icon="VIEWZOOM")
+        col.label(text=f"Recall {s.index_recall:.3f}, {s.index_mb:.1f} MB, {status}")
+        col.label(text=f"{s.index_channels} query channels")
+        where = bpy.path.relpath(s.index_path) if s.index_path else "not saved"
+        col.label(text=f"File: {where}", icon="FILE")
+        if s.index_note:
+            col.label(text=s.index_note, icon="ERROR")
+        col.operator(ANIM_SIGNALS_OT_clear_motion_db_index.bl_idname, icon="TRASH")
 
     @staticmethod
     def _draw_reconstruct(box, s) -> None:

@@ -24,7 +24,8 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
     pose-resample PS.blend (--speed S | --frames N | --fps-to F [--fps-from F]) [--objects ...] [--out OUT.blend]
     pose-bake PS.blend [--objects ...] [--out OUT.blend]
 ``cli/motion_db.py``
-    db-build FOLDER|FILES... [--fps 30] [--out DB.blend]          (Live Link Face CSV or BVH clips)
+    db-build FOLDER|FILES... [--fps 30] [--backend AUTO|KDTREE|FLAT|HNSW|IVF] [--recall-target 0.95] [--out DB.blend]
+                         (Live Link Face CSV or BVH clips; the k-NN index goes to DB_motiondb/)
     reconstruct DB.blend QUERY.csv|QUERY.bvh [--drop-eyes] [--input-channels A,B] [--output BEST_PATH|SYNTHESIS]
                          [--k 256] [--window 32] [--paths 50] [--out OUT.blend]
 ``cli/transfer.py``
@@ -43,7 +44,8 @@ Commands, by tool (a new tool adds its module's ``PARSERS`` to ``COMMANDS``):
 ``cli/library.py`` (whole libraries on Dask; resumable: DIR/manifest.json)
     library fit|loop|compare|db-build FOLDER --out DIR [--scheduler ADDRESS] [--workers N] [--retry-failed]
                          [the command's options: fit's tolerances and mode; loop --auto/--in-place;
-                          compare --features BODY|CHANNELS --k 10 --candidates 0 --clusters 0; db-build --fps 30]
+                          compare --features BODY|CHANNELS --k 10 --candidates 0 --clusters 0; db-build --fps 30
+                          --backend AUTO --recall-target 0.95]
 
 Every command but ``sk-compact`` enables the extension and calls its operators (``bpy.ops.anim_signals.*``,
 the ones the UI uses); ``sk-compact`` does not start Blender (it reads BVH with the core's reader and calls

@@ -6,12 +6,14 @@ graph; core: ``anim_signals.motiondb``; panel: ``panels/motion_db.py``).
   scene's database record and last result, the live mode's runtime state.
 - :mod:`.livelink_import`: Live Link Face CSV takes as shape-key animation.
 - :mod:`.database`: the core database built from actions, cached for the session.
+- :mod:`.index`: its k-NN index, built once, saved beside the .blend (or in the cache folder),
+  loaded on open or first use.
 - :mod:`.reconstruct`: the query plan, the stepping, the written ``<action>.reconstructed``.
 - :mod:`.live`: the live mode (a frame-change handler driving a duplicate ``<name>.live``).
-- :mod:`.operators`: the four operators and the *File › Import* entry.
+- :mod:`.operators`: the five operators and the *File › Import* entry.
 """
 
-from . import database, live, operators, properties
+from . import database, index, live, operators, properties
 
 PROPERTY_CLASSES = properties.classes
 SCENE_PROPERTIES = properties.SCENE_PROPERTIES
@@ -20,13 +22,15 @@ OPERATOR_CLASSES = operators.classes
 
 
 def register() -> None:
-    """After the classes are registered: the file-load handler and the import menu entry."""
+    """After the classes are registered: the file-load and save handlers and the import menu entry."""
     live.register_handlers()
+    index.register_handlers()
     operators.add_menus()
 
 
 def unregister() -> None:
-    """Before the classes go: stop the live mode, drop the handlers, the menu entry and the cache."""
+    """Before the classes go: stop the live mode, drop the handlers, the menu entry and the caches."""
     live.unregister_handlers()
+    index.unregister_handlers()
     operators.remove_menus()
     database.clear_cache()

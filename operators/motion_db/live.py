@@ -8,7 +8,9 @@ The state lives in this module for the session; ``window_manager.anim_signals.mo
 shows it (runtime only). Opening a file drops the handler and the state. An edit of a database
 action (seen by a ``depsgraph_update_post`` handler, so playing costs no check per frame) makes the
 next frame take the database again (rebuilt when its keys changed: its content digest); a
-database rebuilt with other channels stops the live mode.
+database rebuilt with other channels stops the live mode. The k-NN index is the database's
+(:mod:`.index`: loaded from its file, or built when the live mode starts, blocking with the
+window's progress bar, and saved).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ..blender_data.named_channels import NamedPoseWriter
 from ..blender_data.shape_keys import key_block_names
 from ..common.text import short_list
 from .database import LIVE_SUFFIX, MotionDBError, database_actions, stored_database
+from .index import database_columns, ensure_index
 from .properties import SHAPE_KEYS
 from .reconstruct import QueryPlan, plan_query
 
@@ -102,8 +105,16 @@ def _refresh_database(scene, state: LiveState) -> None:
     if list(db.channels) != list(state.plan.db.channels):
         raise MotionDBError("the motion database was rebuilt with other channels: start the live mode again")
     state.plan.db = db
-    state.reconstructor = Reconstructor(db, state.plan.params, state.plan.query_channels)
+    state.reconstructor = _reconstructor(scene, state.plan)
     state.last_frame = None
+
+
+def _reconstructor(scene, plan: QueryPlan) -> Reconstructor:
+    """A streaming reconstructor over the plan's database with its k-NN index (loaded or built now);
+    the index's messages join ``plan.warnings``."""
+    plan.index, messages = ensure_index(scene, plan.db, database_columns(plan.db, plan.query_channels))
+    plan.warnings += messages
+    return Reconstructor(plan.db, plan.params, plan.query_channels, index=plan.index.index)
 
 
 def _on_frame_change(scene, depsgraph=None) -> None:
@@ -156,7 +167,7 @@ def start_live(context, output: str, **query_settings) -> LiveState:
         missing = [n for n in plan.output_names if n not in set(key_block_names(dup))]
         if missing:
             plan.warnings.append(f"{len(missing)} database channel(s) have no shape key on the duplicate: {short_list(missing)}")
-    state = LiveState(context.scene.name, ob.name, dup.name, plan, Reconstructor(plan.db, plan.params, plan.query_channels),
+    state = LiveState(context.scene.name, ob.name, dup.name, plan, _reconstructor(context.scene, plan),
                       output, NamedPoseWriter(plan.kind, plan.output_names))
     _LIVE[context.scene.name] = state
     _ensure_handler()

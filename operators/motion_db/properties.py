@@ -2,9 +2,12 @@
 
 - :class:`ReconstructSettings`: the reconstruction settings, one definition inherited by the
   reconstruct and live operators and by the scene's group (the sidebar's values).
+- :class:`IndexSettings`: the k-NN index settings (backend, recall target), inherited by the build
+  operator and the scene's group.
 - :class:`AnimSignalsMotionDB` (``scene.anim_signals.motion_db``, saved in the .blend): those
   settings, the build settings, the database record (action names, kind, channel names: the source
-  actions are the truth) and the numbers of the last reconstruction.
+  actions are the truth), the k-NN index in use (backend, measured recall, size, file, loaded or
+  built) and the numbers of the last reconstruction.
 - :class:`AnimSignalsMotionDBLive` (``window_manager.anim_signals.motion_db_live``, runtime only,
   never saved): whether the live mode runs, the object it drives and its last frame's numbers.
 """
@@ -30,6 +33,8 @@ from ..common.settings import setting_names
 
 __all__ = [
     "ARMATURE",
+    "BACKEND_ITEMS",
+    "INDEX_SETTINGS",
     "KIND_ITEMS",
     "OUTPUT_ITEMS",
     "QUERY_SETTINGS",
@@ -38,6 +43,7 @@ __all__ = [
     "AnimSignalsMotionDB",
     "AnimSignalsMotionDBAction",
     "AnimSignalsMotionDBLive",
+    "IndexSettings",
     "ReconstructSettings",
 ]
 
@@ -51,6 +57,41 @@ OUTPUT_ITEMS = [
     ("BEST_PATH", "Best Path", "The last frame of the best path through the database (exact database poses)"),
     ("SYNTHESIS", "Synthesis", "The weighted geometric median of the best paths' frames (smoother)"),
 ]
+
+BACKEND_ITEMS = [
+    ("AUTO", "Auto", "Chosen from the database size and the recall target: exact search for small databases, an "
+                     "approximate faiss index for large ones, whose recall is measured when it is built (exact "
+                     "search instead when it misses the target)"),
+    ("KDTREE", "Exact (kd-tree)", "Exact nearest neighbours by a kd-tree (scipy cKDTree): quick to build, fast up to "
+                                  "tens of thousands of frames, slow per frame at a million"),
+    ("FLAT", "Exact (flat scan)", "Exact nearest neighbours by comparing the query with every frame (faiss, or "
+                                  "numpy without it): nothing to build, time per frame grows with the database"),
+    ("HNSW", "Approximate (HNSW)", "A graph of nearby frames (faiss HNSW): fast per frame, slow to build; on motion "
+                                   "data it can miss many true neighbours: its recall is measured when it is built"),
+    ("IVF", "Approximate (IVF)", "Frames bucketed by k-means, only the buckets nearest the query searched (faiss "
+                                 "inverted file): fast per frame at a million frames; its recall is measured when it "
+                                 "is built"),
+]
+
+
+class IndexSettings:
+    """The k-NN index settings: inherited by the build operator and the scene's group. Changing one
+    makes the next use build a new index (the index file is keyed by them)."""
+
+    backend: EnumProperty(  # type: ignore[valid-type]
+        name="Search", description="How the k nearest database frames of each query frame are found",
+        items=BACKEND_ITEMS, default="AUTO",
+    )
+    recall_target: FloatProperty(  # type: ignore[valid-type]
+        name="Recall Target",
+        description="Share of the true k nearest neighbours an approximate index must find (measured on the "
+                    "database's own frames when the index is built); Auto takes exact search when no "
+                    "approximate index reaches it",
+        default=0.95, min=0.5, max=1.0, precision=3,
+    )
+
+
+INDEX_SETTINGS = setting_names(IndexSettings)
 
 
 class ReconstructSettings:
@@ -82,7 +123,7 @@ class AnimSignalsMotionDBAction(bpy.types.PropertyGroup):
     """One source action of the motion database (``name`` is the action's name)."""
 
 
-class AnimSignalsMotionDB(ReconstructSettings, bpy.types.PropertyGroup):
+class AnimSignalsMotionDB(ReconstructSettings, IndexSettings, bpy.types.PropertyGroup):
     """Motion database of the scene and its settings"""
 
     kind: EnumProperty(name="Kind", description="Which actions the database holds", items=KIND_ITEMS)  # type: ignore[valid-type]
@@ -101,6 +142,23 @@ class AnimSignalsMotionDB(ReconstructSettings, bpy.types.PropertyGroup):
     last_ms: FloatProperty(name="Time per Frame", description="Mean milliseconds per frame of the last reconstruction")  # type: ignore[valid-type]
     last_best_length: FloatProperty(name="Best Path Length", description="Mean length of the best path (frames)")  # type: ignore[valid-type]
     last_query_channels: IntProperty(name="Query Channels", description="Channels the last query used")  # type: ignore[valid-type]
+    # The k-NN index last used (operators/motion_db/index.py): what the sidebar shows.
+    index_status: EnumProperty(  # type: ignore[valid-type]
+        name="Index", description="Whether the k-NN index in use was loaded from its file or built",
+        items=[("NONE", "None", "No index in use yet: built or loaded on first use"),
+               ("LOADED", "Loaded", "Loaded from its file (same clips, same settings)"),
+               ("BUILT", "Built", "Built in this session and saved")],
+        default="NONE",
+    )
+    index_backend: StringProperty(name="Backend", description="The search the index in use does")  # type: ignore[valid-type]
+    index_recall: FloatProperty(  # type: ignore[valid-type]
+        name="Recall", description="Measured recall of the index in use: the share of the true k nearest neighbours "
+                                   "it finds (1 for exact search)", default=0.0, precision=3,
+    )
+    index_mb: FloatProperty(name="Index Size", description="Size of the index file (megabytes)", default=0.0)  # type: ignore[valid-type]
+    index_path: StringProperty(name="Index File", description="Where the index in use is stored", subtype="FILE_PATH")  # type: ignore[valid-type]
+    index_channels: IntProperty(name="Index Channels", description="Query channels the index in use searches")  # type: ignore[valid-type]
+    index_note: StringProperty(name="Index Note", description="Why the index was rebuilt, or a fallback taken")  # type: ignore[valid-type]
 
     def channel_names(self) -> list[str]:
         """The database's channel names, in database order."""
@@ -126,6 +184,21 @@ class AnimSignalsMotionDB(ReconstructSettings, bpy.types.PropertyGroup):
         self.last_ms = float(ms_per_frame)
         self.last_best_length = float(best_length)
         self.last_query_channels = int(query_channels)
+
+    def store_index(self, status: str, backend: str, recall: float, megabytes: float, path: str, channels: int,
+                    note: str = "") -> None:
+        """Keep what the sidebar shows of the k-NN index in use."""
+        self.index_status = status
+        self.index_backend = backend
+        self.index_recall = float(recall)
+        self.index_mb = float(megabytes)
+        self.index_path = path
+        self.index_channels = int(channels)
+        self.index_note = note
+
+    def forget_index(self) -> None:
+        """No index in use (a file load, a cleared index)."""
+        self.store_index("NONE", "", 0.0, 0.0, "", 0)
 
 
 class AnimSignalsMotionDBLive(bpy.types.PropertyGroup):

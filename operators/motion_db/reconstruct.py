@@ -1,13 +1,15 @@
 """Reconstruct an action from the motion database: the query plan, the stepping, the written action.
 
 :func:`plan_query` reads the active object's action as the query (channels matched to the database
-by name; raises :class:`~.database.MotionDBError`), :func:`iter_reconstruct` runs the core's
-reconstruction over its frames (nothing written), :func:`write_reconstruction` writes the new
-action ``<action>.reconstructed`` and the numbers on the scene.
+by name; raises :class:`~.database.MotionDBError`), :func:`iter_reconstruct` takes the k-NN
+index for the query's channels (loaded, or built: :mod:`.index`) and runs the core's
+reconstruction over its frames (nothing written), :func:`write_reconstruction` saves a newly built
+index and writes the new action ``<action>.reconstructed`` and the numbers on the scene.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +24,7 @@ from ..blender_data.named_channels import named_channel_curves, write_named_chan
 from ..common.text import parse_names, short_list
 from ..common.transaction import current_transaction
 from .database import RECONSTRUCTED_SUFFIX, VALUE_LIMIT, MotionDBError, stored_database
+from .index import DatabaseIndex, database_columns, index_options, iter_index
 from .properties import SHAPE_KEYS
 
 __all__ = ["QueryPlan", "ReconstructResult", "iter_reconstruct", "plan_query", "query_id", "query_refusal",
@@ -77,7 +80,9 @@ class QueryPlan:
     frames: np.ndarray  # (n,) whole frames of the query action (empty when not sampled)
     values: np.ndarray  # (n, d_q) query samples
     params: OLNGParams
+    index_options: Any = None  # the scene's k-NN index settings (knn.IndexOptions)
     warnings: list[str] = field(default_factory=list)
+    index: DatabaseIndex | None = None  # set by iter_reconstruct (or the live mode)
     result: ReconstructResult | None = None  # set by iter_reconstruct
 
 
@@ -129,7 +134,9 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
     if k > db.n_frames:
         warnings.append(f"k lowered from {k} to the database's {db.n_frames} frames")
         k = db.n_frames
-    params = OLNGParams(k=k, window=window, paths=paths, a=a, b=b, stay=stay)
+    record = scene.anim_signals.motion_db
+    params = OLNGParams(k=k, window=window, paths=paths, a=a, b=b, stay=stay, backend=record.backend,
+                        recall_target=record.recall_target)
     try:
         params.checked(db.n_frames)
     except ValueError as err:
@@ -152,20 +159,51 @@ def plan_query(context, *, input_channels: str = "ALL", drop_eyes: bool = False,
                             f"as missing: {short_list(hit)}")
             values[bad] = np.nan
     out_names = [matched.get(n, n) for n in db.channels]
-    return QueryPlan(db, kind, id_data, action, q_curves, q_names, out_names, frames, values, params, warnings)
+    return QueryPlan(db, kind, id_data, action, q_curves, q_names, out_names, frames, values, params,
+                     index_options(scene.anim_signals.motion_db, db.n_frames), warnings)
 
 
 MAX_QUERY_FRAMES = 1_000_000
 """Whole frames a query action may span (sampled and written once each): 11.5 hours at 24 fps."""
 
 
+def _scaled(steps: Generator[float, None, Any], lo: float, hi: float) -> Generator[float, None, Any]:
+    """``steps``' progress mapped from [0, 1] to [lo, hi]; returns its value (closing this closes it)."""
+    try:
+        while True:
+            try:
+                frac = next(steps)
+            except StopIteration as done:
+                return done.value
+            yield lo + (hi - lo) * frac
+    finally:
+        steps.close()
+
+
+def _core_steps(plan: QueryPlan, index: Any) -> Generator[float, None, Any]:
+    """The core's ``iter_reconstruct`` over the plan's queries, searching with ``index``."""
+    if "index" in inspect.signature(iter_batch).parameters:
+        return iter_batch(plan.db, plan.values, plan.params, plan.query_channels, **{"index": index})
+    # A core whose iter_reconstruct takes no index: the database keeps its indexes by (columns,
+    # options) and a Reconstructor takes the one matching its settings (what
+    # index_store.cached_index relies on too).
+    cols = tuple(int(c) for c in database_columns(plan.db, plan.query_channels))
+    plan.db._indexes[(cols, plan.params.checked(plan.db.n_frames).index_options().checked())] = index  # noqa: SLF001
+    return iter_batch(plan.db, plan.values, plan.params, plan.query_channels)
+
+
 def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, None]:
-    """Run the core's reconstruction (``anim_signals.motiondb.iter_reconstruct``) over the query
-    frames, yielding progress in [0, 1]; the result lands in ``plan.result``. ``output`` BEST_PATH
-    keeps the best path's frame, SYNTHESIS the synthesis. NaN query frames hold the previous output
-    (the graph is not updated); frames before the first valid one take its output. Raises
-    ValueError when every query frame has NaN values."""
-    batch = yield from iter_batch(plan.db, plan.values, plan.params, plan.query_channels)
+    """Take the k-NN index of the query's channels (from memory or its file, else built: the first
+    half of the progress) into ``plan.index``, then run the core's reconstruction
+    (``anim_signals.motiondb.iter_reconstruct``) over the query frames, yielding progress in
+    [0, 1]; the result lands in ``plan.result``. ``output`` BEST_PATH keeps the best path's frame,
+    SYNTHESIS the synthesis. NaN query frames hold the previous output (the graph is not updated);
+    frames before the first valid one take its output. Raises ValueError when every query frame
+    has NaN values."""
+    cols = database_columns(plan.db, plan.query_channels)
+    plan.index = yield from _scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5)
+    start = 0.5 if plan.index.status == "BUILT" else 0.0
+    batch = yield from _scaled(_core_steps(plan, plan.index.index), start, 1.0)
     stepped = batch.best_index >= 0
     if not stepped.any():
         raise ValueError("every query frame has NaN values")

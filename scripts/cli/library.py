@@ -38,6 +38,7 @@ import _blender_env as be
 
 from .common import add_command
 from .errors import CliError, failed
+from .motion_db import add_index_options
 from .outputs import check_output_dir, write_text
 from .values import float_range, int_range, non_negative_int, positive_int
 
@@ -88,8 +89,13 @@ def default_options(command: str) -> dict[str, Any]:
                     internal_knots=0, snap_to_frames=False, seed=0),
         "loop": dict(auto=False, in_place=False, no_cycles=False),
         "compare": dict(features="BODY", n_samples=100, closed=True, k=10, candidates=0, clusters=0, coarse=24),
-        "db-build": dict(fps=30),
+        "db-build": dict(fps=30, backend="AUTO", recall_target=0.95),
     }[command]
+
+
+# Options only the last step uses (db-build: the k-NN index settings): changing one rebuilds the
+# database and its index, not every clip's import.
+FINAL_STEP_OPTIONS = {"db-build": ("backend", "recall_target")}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -266,7 +272,8 @@ def run_library(command: str, folder: str, out: str, *, scheduler: str | None = 
     t0 = time.perf_counter()
     by_name = {c.name: c for c in clips}
     digests = {c.name: file_digest(c.path) for c in clips}
-    plan = manifest.plan(digests, opts, retry_failed=retry_failed)
+    clip_opts = {k: v for k, v in opts.items() if k not in FINAL_STEP_OPTIONS.get(command, ())}
+    plan = manifest.plan(digests, clip_opts, retry_failed=retry_failed)
     summary = LibrarySummary(skipped=list(plan.skipped))
     _clean_partials(out)
     echo(f"library {command}: {len(clips)} clips under {os.path.abspath(folder)}: {len(plan.todo)} to do "
@@ -284,7 +291,7 @@ def run_library(command: str, folder: str, out: str, *, scheduler: str | None = 
             echo(f"dask: {len(envs)} worker(s) (bpy {first['bpy']}, numpy {first['numpy']}, scipy {first['scipy']}, "
                  f"dask {first['dask']}); dashboard {summary.dashboard or '(none)'}")
         if plan.todo:
-            _run_tasks(client, command, plan.todo, by_name, digests, out, opts, manifest, summary, echo, run_clip,
+            _run_tasks(client, command, plan.todo, by_name, digests, out, clip_opts, manifest, summary, echo, run_clip,
                        clip_outputs)
         if command == "compare":
             from .library_compare import compare_step
@@ -351,10 +358,12 @@ def _final_step_current(command: str, out: str, manifest, opts) -> bool:
         return step_is_current(out, manifest, opts)
     try:
         with open(os.path.join(out, "motion_db.json"), encoding="utf-8") as fh:
-            stamp = json.load(fh).get("inputs_digest")
+            stamp = json.load(fh)
     except (OSError, ValueError):
         return False
-    return stamp == step_digest(manifest, opts) and os.path.isfile(os.path.join(out, "motion_db.blend"))
+    index_file = (stamp.get("database") or {}).get("index_file") or ""
+    return (stamp.get("inputs_digest") == step_digest(manifest, opts) and os.path.isfile(os.path.join(out, "motion_db.blend"))
+            and bool(index_file) and os.path.isfile(os.path.join(out, index_file)))
 
 
 def _database_step(client, manifest, out: str, opts, echo) -> dict:
@@ -372,9 +381,11 @@ def _database_step(client, manifest, out: str, opts, echo) -> dict:
     blends = [os.path.join(out, e["outputs"][0]) for _, e in sorted(done.items())]
     target = os.path.join(out, "motion_db.blend")
     echo(f"building the motion database from {len(blends)} clips ...")
-    result = client.submit(build_database, blends, target, int(opts["fps"]), pure=False).result()
+    result = client.submit(build_database, blends, target, int(opts["fps"]), str(opts["backend"]),
+                           float(opts["recall_target"]), pure=False).result()
     echo(f"motion database: {result['clips']} clips, {result['frames']} frames, {result['channels']} channels "
          f"-> {target}")
+    echo(f"{result['index']} -> {os.path.join(out, result['index_file'])}")
     write_text(os.path.join(out, "motion_db.json"),
                json.dumps({"inputs_digest": step_digest(manifest, opts), "database": result}, indent=1))
     return {"database": result}
@@ -426,7 +437,7 @@ def cmd_library(args) -> int:
         opts = dict(features=args.features, n_samples=args.samples, closed=not args.open, k=args.k,
                     candidates=args.candidates, clusters=args.clusters, coarse=args.coarse)
     elif command == "db-build":
-        opts = dict(fps=args.fps)
+        opts = dict(fps=args.fps, backend=args.backend, recall_target=args.recall_target)
     be.setup_environment()
     try:
         s = run_library(command, args.folder, args.out, scheduler=args.scheduler or None, workers=args.workers,
@@ -491,6 +502,7 @@ def add_library_parser(sub) -> None:
     db = lib.add_parser("db-build", help="a motion database (.blend) from every BVH clip")
     _add_common(db)
     db.add_argument("--fps", type=int_range(1, 32767), default=30, help="scene frame rate (default 30)")
+    add_index_options(db)
     for q in (fit, loop, cmp_, db):
         q.set_defaults(func=cmd_library)
 

@@ -239,13 +239,16 @@ def run_clip(command: str, name: str, path: str, out_dir: str, options: dict) ->
         return {"error": f"unexpected {type(ex).__name__}: {ex}{detail and chr(10) + detail}", "pid": os.getpid()}
 
 
-def build_database(blends: list[str], out: str, fps: int) -> dict:
+def build_database(blends: list[str], out: str, fps: int, backend: str = "AUTO", recall_target: float = 0.95) -> dict:
     """The motion database from the clips' .blend files (one action each): their actions appended into
-    an empty scene, ``bpy.ops.anim_signals.build_motion_database`` (kind ARMATURE), saved as ``out``."""
+    an empty scene, ``bpy.ops.anim_signals.build_motion_database`` (kind ARMATURE, the k-NN index
+    settings), its k-NN index written beside ``out`` (``<out name>_motiondb/``), then saved as ``out``."""
+    from .motion_db import index_report
+
     bpy = be.import_bpy()
     with stdout_dropped():
         be.clear_scene()
-        enable_operators("build_motion_database")
+        enable_operators("build_motion_database", "save_motion_db_index")
         scene = bpy.context.scene
         scene.render.fps, scene.render.fps_base = int(fps), 1.0
         names = []
@@ -256,7 +259,15 @@ def build_database(blends: list[str], out: str, fps: int) -> dict:
                 act.use_fake_user = True
                 names.append(act.name)
         run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", None, kind="ARMATURE",
-                     actions=",".join(names))
+                     actions=",".join(names), backend=backend, recall_target=float(recall_target))
         s = scene.anim_signals.motion_db
+        run_operator(bpy.ops.anim_signals.save_motion_db_index, "db-build index", None, filepath=out)
         save(out)
-    return {"clips": len(s.actions), "frames": int(s.n_frames), "channels": int(s.n_channels), "out": out}
+    # the file the index in use was written to beside ``out`` (same name as wherever it was before)
+    folder = f"{os.path.splitext(os.path.basename(out))[0]}_motiondb"
+    index_file = os.path.join(folder, os.path.basename(s.index_path)) if s.index_path else ""
+    if not os.path.isfile(os.path.join(os.path.dirname(out), index_file)):
+        index_file = ""
+    return {"clips": len(s.actions), "frames": int(s.n_frames), "channels": int(s.n_channels), "out": out,
+            "index": index_report(s), "index_backend": s.index_backend, "index_recall": float(s.index_recall),
+            "index_file": index_file}

@@ -2,9 +2,15 @@
 reconstruction": an online lazy neighbourhood graph).
 
 * ``db-build`` imports Live Link Face CSV takes (onto one generated ARKit face) or BVH clips and calls
-  ``bpy.ops.anim_signals.build_motion_database``; saves ``DB.blend``;
+  ``bpy.ops.anim_signals.build_motion_database`` (the database and its k-NN index: ``--backend``,
+  ``--recall-target``); writes the index beside the output (``DB_motiondb/knn-<hash>.asknn``,
+  ``bpy.ops.anim_signals.save_motion_db_index``), then saves ``DB.blend``;
 * ``reconstruct`` imports a query take into that file and calls ``bpy.ops.anim_signals.reconstruct_motion``
-  (denoising, or the missing channels from the rest); the result is the action ``<query>.reconstructed``.
+  (denoising, or the missing channels from the rest), which loads the index from beside ``DB.blend``
+  (rebuilt, with a message, when it is missing, stale or damaged; the rebuilt one is saved there);
+  the result is the action ``<query>.reconstructed``.
+
+Both print the k-NN backend, its measured recall, its size and whether it was loaded or built.
 """
 
 from __future__ import annotations
@@ -27,11 +33,31 @@ from .common import (
 )
 from .inputs import check_inputs
 from .outputs import check_output_file
-from .values import int_range, positive_int
+from .values import float_range, int_range, positive_int
 
 MAX_SCENE_FPS = 32767  # Blender's scene frame rate (RenderSettings.fps) is an int in 1..32767
 
-DB_OPERATORS = ("import_live_link_csv", "build_motion_database", "reconstruct_motion")
+DB_OPERATORS = ("import_live_link_csv", "build_motion_database", "save_motion_db_index", "reconstruct_motion")
+BACKENDS = ("AUTO", "KDTREE", "FLAT", "HNSW", "IVF")
+
+
+def index_report(s) -> str:
+    """One line on the k-NN index the scene's database (``s``: ``scene.anim_signals.motion_db``) used."""
+    if s.index_status == "NONE":
+        return "k-NN index: none in use"
+    how = "loaded from its file" if s.index_status == "LOADED" else "built"
+    line = (f"k-NN index: {s.index_backend}, measured recall {s.index_recall:.3f}, {s.index_mb:.1f} MB, {how}, "
+            f"{s.index_channels} query channels")
+    return line + (f" ({s.index_note})" if s.index_note else "")
+
+
+def save_index_beside(out: str, label: str) -> None:
+    """Write the database's k-NN index beside ``out`` (before the .blend itself, so a saved database
+    always has its index)."""
+    bpy = be.import_bpy()
+    run_operator(bpy.ops.anim_signals.save_motion_db_index, label, None, filepath=out)
+    stem = os.path.splitext(os.path.basename(out))[0]
+    print(f"k-NN index beside it: {os.path.join(os.path.dirname(out), stem + '_motiondb')}")
 
 
 def db_inputs(paths) -> tuple[list[str], list[str]]:
@@ -92,9 +118,12 @@ def cmd_db_build(args) -> int:
             names.append(ob.animation_data.action.name)
         print(f"  imported {os.path.basename(path)}", flush=True)
     kind = "SHAPE_KEYS" if csvs else "ARMATURE"
-    run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", ob, kind=kind, actions=",".join(names))
+    run_operator(bpy.ops.anim_signals.build_motion_database, "db-build", ob, kind=kind, actions=",".join(names),
+                 backend=args.backend, recall_target=args.recall_target)
     s = scene.anim_signals.motion_db
     print(f"motion database: {len(s.actions)} clips, {s.n_frames} frames, {s.n_channels} channels ({kind})")
+    print(index_report(s))
+    save_index_beside(out, "db-build")
     print(f"saved {save(out)}")
     return 0
 
@@ -124,6 +153,7 @@ def cmd_reconstruct(args) -> int:
     run_operator(bpy.ops.anim_signals.reconstruct_motion, "reconstruct", ob, output=args.output,
                  drop_eyes=args.drop_eyes, input_channels=args.input_channels or "ALL", k=args.k,
                  window=args.window, paths=args.paths)
+    print(index_report(s))
     print(f"{s.last_action}: {s.last_frames} frames from {s.last_query_channels} channels, "
           f"{s.last_ms:.2f} ms per frame, mean best path {s.last_best_length:.1f} frames")
     print(f"saved {save(out)}")
@@ -138,11 +168,22 @@ def add_db_build_parser(sub) -> None:
     p = add_command(sub, "db-build", cmd_db_build,
                     "build a motion database from Live Link Face CSV or BVH clips (Richert)",
                     "Import the clips (CSV: onto one generated ARKit face; BVH: Blender's importer) "
-                    "and run bpy.ops.anim_signals.build_motion_database; saves DB.blend.")
+                    "and run bpy.ops.anim_signals.build_motion_database; writes its k-NN index to DB_motiondb/ "
+                    "and saves DB.blend.")
     p.add_argument("inputs", nargs="+", metavar="FOLDER|FILE", help="Live Link Face .csv or .bvh files, or folders of them")
     p.add_argument("--fps", type=int_range(1, MAX_SCENE_FPS), default=30,
                    help=f"scene frame rate the CSV takes are resampled to, 1-{MAX_SCENE_FPS} (default 30)")
+    add_index_options(p)
     add_out_option(p, "./motion_db.blend")
+
+
+def add_index_options(p) -> None:
+    """``--backend`` and ``--recall-target``: the k-NN index settings (db-build, library db-build)."""
+    p.add_argument("--backend", default="AUTO", choices=BACKENDS,
+                   help="k-NN search: AUTO (by database size and recall target), KDTREE / FLAT (exact), "
+                        "HNSW / IVF (approximate, recall measured at build) (default AUTO)")
+    p.add_argument("--recall-target", type=float_range(0.5, 1.0), default=0.95,
+                   help="recall an approximate index must reach, 0.5-1 (default 0.95)")
 
 
 def add_reconstruct_parser(sub) -> None:
