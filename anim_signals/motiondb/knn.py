@@ -686,8 +686,8 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
             top = MAX_EF_SEARCH if chosen == "HNSW" else index.settings["nlist"]
             while index.recall < o.recall_target and index.settings[key] < top:
                 index.set_effort(min(2 * index.settings[key], top))
-                _tick(progress, cancel, 0.9, f"recall {index.recall:.3f} < {o.recall_target}: {key} "
-                                             f"{index.settings[key]}")
+                _tick(progress, cancel, 0.9, f"recall@{k_eff} {index.recall:.3f} < {o.recall_target}: {key} raised "
+                                             f"to {index.settings[key]}")
                 index.recall = _recall(index.search(q, k_eff)[1], truth)
             if index.recall < o.recall_target:
                 message = (f"{chosen} reached recall@{k_eff} {index.recall:.3f} at {key} {index.settings[key]}, "

@@ -37,6 +37,8 @@ MODULES = [
     "anim_signals.posespace.shapes",
     "anim_signals.posespace.render",
     "anim_signals.motiondb.graph",
+    "anim_signals.motiondb.knn",
+    "anim_signals.motiondb.index_store",
     "anim_signals.motiondb.channels",
     "anim_signals.motiondb.livelink",
     "anim_signals.motiondb.generated",
