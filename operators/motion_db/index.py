@@ -59,6 +59,9 @@ INDEX_SUFFIX = "_motiondb"
 INDEX_EXT = ".asknn"  # the core's name: index_store.index_path
 CACHE_NAME = "motiondb"
 SESSION_INDEXES = 4
+CACHE_FILES = 16
+"""Index files kept in the shared cache folder (unsaved .blend files): the least recently written go
+first, so the folder does not grow without bound."""
 """Indexes kept in memory for the session (the oldest goes first): at a million frames one HNSW
 index is a few hundred megabytes."""
 
@@ -228,7 +231,24 @@ def save_index_file(entry: DatabaseIndex, path: str = "") -> str:
     store.save_index(entry.index, path, entry.key)
     if not entry.path or not os.path.isfile(entry.path):
         entry.path = path
+    if _in_cache(path):
+        _prune_cache(keep=path)
     return path
+
+
+def _prune_cache(keep: str) -> None:
+    """Delete the oldest index files of the cache folder beyond :data:`CACHE_FILES` (never ``keep``
+    or one in use this session)."""
+    folder = cache_folder(CACHE_NAME)
+    in_use = {e.path for e in _SESSION.values()} | {keep}
+    files = [os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(INDEX_EXT)]
+    files.sort(key=lambda f: os.path.getmtime(f), reverse=True)
+    for old in files[CACHE_FILES:]:
+        if old not in in_use:
+            try:
+                os.remove(old)
+            except OSError:
+                pass
 
 
 def _run(steps: Generator[float, None, DatabaseIndex]) -> DatabaseIndex:

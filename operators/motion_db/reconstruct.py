@@ -167,14 +167,18 @@ MAX_QUERY_FRAMES = 1_000_000
 """Whole frames a query action may span (sampled and written once each): 11.5 hours at 24 fps."""
 
 
-def _scaled(steps: Generator[float, None, Any], lo: float, hi: float) -> Generator[float, None, Any]:
-    """``steps``' progress mapped from [0, 1] to [lo, hi]; returns its value (closing this closes it)."""
+def _scaled(steps: Generator[float, None, Any], lo: float, hi: float,
+            seen: list | None = None) -> Generator[float, None, Any]:
+    """``steps``' progress mapped from [0, 1] to [lo, hi]; returns its value (closing this closes it).
+    ``seen`` gets the fractions yielded."""
     try:
         while True:
             try:
                 frac = next(steps)
             except StopIteration as done:
                 return done.value
+            if seen is not None:
+                seen.append(frac)
             yield lo + (hi - lo) * frac
     finally:
         steps.close()
@@ -201,8 +205,9 @@ def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, Non
     frames before the first valid one take its output. Raises ValueError when every query frame
     has NaN values."""
     cols = database_columns(plan.db, plan.query_channels)
-    plan.index = yield from _scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5)
-    start = 0.5 if plan.index.status == "BUILT" else 0.0
+    built = []  # iter_index yields only while it builds: then it takes the first half of the progress
+    plan.index = yield from _scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5, seen=built)
+    start = 0.5 if built else 0.0
     batch = yield from _scaled(_core_steps(plan, plan.index.index), start, 1.0)
     stepped = batch.best_index >= 0
     if not stepped.any():

@@ -350,3 +350,20 @@ def test_index_that_does_not_fit_in_memory_is_refused_with_its_size(face, tmp_pa
     assert_same_state(state, snapshot_all())
     assert not len(bpy.context.scene.anim_signals.motion_db.actions)
     assert beside(tmp_path) == [] and cache_files(idx) == before_cache
+
+
+def test_cache_folder_keeps_the_newest_files(face, tmp_path, idx, monkeypatch):
+    """Unsaved or unwritable files share the cache folder: it keeps CACHE_FILES index files, the newest."""
+    monkeypatch.setattr(idx, "writable_folder", lambda folder: False)
+    monkeypatch.setattr(idx, "CACHE_FILES", 2)
+    folder = idx.cache_folder(idx.CACHE_NAME)
+    for f in cache_files(idx):
+        os.remove(os.path.join(folder, f))
+    s = bpy.context.scene.anim_signals.motion_db
+    made = []
+    for target in (0.6, 0.7, 0.8):
+        assert bpy.ops.anim_signals.build_motion_database(kind="SHAPE_KEYS", recall_target=target) == {"FINISHED"}
+        made.append(os.path.basename(s.index_path))
+        os.utime(s.index_path, (1e9 + 10 * len(made),) * 2)  # written in this order, whatever the clock
+        idx.clear_session()
+    assert len(set(made)) == 3 and cache_files(idx) == sorted(made[1:])
