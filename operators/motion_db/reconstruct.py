@@ -205,7 +205,7 @@ def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, Non
     frames before the first valid one take its output. Raises ValueError when every query frame
     has NaN values."""
     cols = database_columns(plan.db, plan.query_channels)
-    built = []  # iter_index yields only while it builds: then it takes the first half of the progress
+    built: list[float] = []  # iter_index yields only while it builds: then it takes the first half of the progress
     plan.index = yield from _scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5, seen=built)
     start = 0.5 if built else 0.0
     batch = yield from _scaled(_core_steps(plan, plan.index.index), start, 1.0)
