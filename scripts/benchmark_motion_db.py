@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import re
 import sys
@@ -41,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _blender_env as be  # noqa: E402
-from benchmarking import report  # noqa: E402
+from benchmarking import motion_db_scale, report  # noqa: E402
 from benchmarking.report import fmt, log  # noqa: E402
 
 be.add_core_to_path()
@@ -434,6 +435,66 @@ def latency(quick: bool, seed: int) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------
+# scale (issue 18): databases of 16k to 10M frames, one process per case
+
+
+def mirrored_arkit(channels: list[str]) -> np.ndarray:
+    """Column order that swaps each Left blendshape with its Right twin (a mirrored face)."""
+    where = {c: i for i, c in enumerate(channels)}
+    out = []
+    for c in channels:
+        twin = re.sub("Left|Right", lambda m: "Right" if m.group() == "Left" else "Left", c)
+        out.append(where.get(twin, where[c]))
+    return np.asarray(out)
+
+
+def scale_clips(kind: str, size: int, seed: int) -> tuple[list[np.ndarray], list[str], np.ndarray | None]:
+    """Clips of about ``size`` frames in all, their channels and each row's source frame (or None).
+
+    ``walks``: smooth random walks, 39 channels, 300-frame clips (the seed's random data).
+    ``shared``: windows of 90-300 frames of the facial takes in ../shared/data/facial, half of them
+    mirrored (Left and Right blendshapes swapped); a row's source is its take frame (mirrored frames
+    are other sources), so a hit is the queried take frame in any window.
+    """
+    if kind == "walks":
+        return smooth_random_walk(size, 39, seed, clip_len=300), [f"c{i:02d}" for i in range(39)], None
+    if kind != "shared":
+        raise ValueError(f"unknown data kind {kind!r}")
+    csvs = sorted(FACIAL_DIR.glob("*.csv"))
+    if not csvs:
+        raise FileNotFoundError(f"no facial CSVs in {FACIAL_DIR}: the shared data kind needs them")
+    segments = [s for c in csvs for s in read_live_link_csv(c).segments if s.shape[0] >= 90]
+    channels = list(ARKIT_BLENDSHAPES)
+    mirror = mirrored_arkit(channels)
+    starts = np.concatenate([[0], np.cumsum([s.shape[0] for s in segments])])
+    n_source = int(starts[-1])
+    rng = np.random.default_rng(seed)
+    clips, sources, total = [], [], 0
+    while total < size:
+        j = int(rng.integers(len(segments)))
+        seg = segments[j]
+        length = int(min(rng.integers(90, 301), seg.shape[0], size - total))
+        a = int(rng.integers(0, seg.shape[0] - length + 1))
+        flip = bool(rng.integers(2))
+        window = seg[a : a + length]
+        clips.append(window[:, mirror] if flip else window)
+        sources.append(starts[j] + a + np.arange(length) + (n_source if flip else 0))
+        total += length
+    return clips, channels, np.concatenate(sources)
+
+
+def scale_section(args) -> list[dict]:
+    sizes = tuple(int(s) for s in args.scale_sizes.split(","))
+    kinds = tuple(k for k in args.scale_kinds.split(",") if k)
+    if "shared" in kinds and not sorted(FACIAL_DIR.glob("*.csv")):
+        log(f"scale: no facial CSVs in {FACIAL_DIR}: the 'shared' rows are skipped")
+        kinds = tuple(k for k in kinds if k != "shared")
+    backends = tuple(b for b in args.scale_backends.split(",") if b) or None
+    cases = motion_db_scale.plan_cases(sizes, kinds, backends, args.scale_query, args.seed)
+    return motion_db_scale.run_cases(cases, Path(__file__).resolve(), args.scale_timeout)
+
+
+# --------------------------------------------------------------------------------------------------
 # report
 
 
@@ -520,6 +581,8 @@ def markdown(res: dict) -> str:
                                "OLNG eyes", "synthesis eyes", "correct hits OLNG", "ratio NN", "ratio OLNG",
                                "ratio synthesis"), "llrrrrrrrrrrr", partial_rows(res, part))
     lines += [""] + latency_markdown(res["latency"])
+    if res.get("scale"):
+        lines += [""] + motion_db_scale.markdown(res["scale"])
     lines += ["", "## Goals", ""] + [f"- {g}" for g in res["goals"]]
     return "\n".join(lines) + "\n"
 
@@ -559,7 +622,31 @@ def main(argv=None) -> int:
     p.add_argument("--no-latency", action="store_true", help="skip section 3")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--out", default=str(be.REPO_ROOT / "out" / "benchmark_motion_db"))
+    p.add_argument("--scale", action="store_true", help="the scale section (issue 18): k-NN backends on "
+                   "databases of 16k to 10M frames, each case in its own process")
+    p.add_argument("--scale-only", action="store_true", help="only the scale section (implies --scale)")
+    p.add_argument("--scale-sizes", default=",".join(str(s) for s in motion_db_scale.SIZES))
+    p.add_argument("--scale-kinds", default="walks,shared", help="walks (random walks, 39 channels) and/or "
+                   "shared (windows and mirrored copies of the facial takes)")
+    p.add_argument("--scale-backends", default="", help="comma-separated subset of AUTO,KDTREE,FLAT,HNSW,IVF")
+    p.add_argument("--scale-query", type=int, default=600, help="query frames streamed per case (half at 10M)")
+    p.add_argument("--scale-timeout", type=float, default=3600.0, help="seconds per case")
+    p.add_argument("--scale-case", default="", help=argparse.SUPPRESS)  # one case, in a child process
     args = p.parse_args(argv)
+    if args.scale_case:
+        print(json.dumps(motion_db_scale.run_case(json.loads(args.scale_case), scale_clips)), flush=True)
+        return 0
+    if args.scale_only:
+        t_start = time.perf_counter()
+        res = dict(commit=report.source_commit(), machine=f"{report.machine()}, numpy {np.__version__}",
+                   seed=args.seed, scale=scale_section(args))
+        res["seconds"] = time.perf_counter() - t_start
+        report.publish(args.out, "benchmark_motion_db_scale",
+                       "\n".join(["# Motion-database benchmark: scale (issue 18)", "",
+                                  f"Commit {res['commit']}, {res['machine']}; seed {args.seed}.", ""]
+                                 + motion_db_scale.markdown(res["scale"]))
+                       + f"\nRun time {res['seconds']:.0f} s.\n", res)
+        return 0
     params = OLNGParams()
     datasets: list[Dataset] = []
     facial = Path(args.facial)
@@ -591,6 +678,9 @@ def main(argv=None) -> int:
     else:
         log("latency")
         res["latency"] = latency(args.quick, args.seed)
+    if args.scale:
+        log("scale")
+        res["scale"] = scale_section(args)
     res["goals"] = goals(res)
     res["seconds"] = time.perf_counter() - t_start
     report.publish(args.out, "benchmark_motion_db", markdown(res) + f"\nRun time {res['seconds']:.0f} s.\n", res)
