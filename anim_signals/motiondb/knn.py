@@ -504,11 +504,12 @@ class NeighbourIndex:
             idx = np.asarray(idx, dtype=np.int64).reshape(q.shape[0], k)
         else:
             idx = self._candidates(q, min(k * self.settings.get("rerank", 1), self.n), k)
-            dist = np.linalg.norm(self.points[np.maximum(idx, 0)] - q[:, None, :], axis=2)
+            diff = self.points[np.maximum(idx, 0)] - q[:, None, :]
+            dist = np.sqrt(np.einsum("mkd,mkd->mk", diff, diff))  # float64, from the database frames
             dist[idx < 0] = np.inf  # a short answer (IVF): fewer candidates, still at least k
             order = np.argsort(dist, axis=1, kind="stable")[:, :k]
-            dist = np.take_along_axis(dist, order, axis=1)
-            idx = np.take_along_axis(idx, order, axis=1)
+            rows = np.arange(q.shape[0])[:, None]
+            dist, idx = dist[rows, order], idx[rows, order]
         return (dist[0], idx[0]) if single else (dist, idx)
 
     def _candidates(self, q: np.ndarray, k: int, k_min: int) -> np.ndarray:
@@ -581,6 +582,10 @@ def _approx_index(backend: str, x: np.ndarray, options: IndexOptions, faiss: Any
         settings = {"impl": "faiss", "nlist": nlist, "nprobe": 0, "storage": storage}
         if storage == "PQ":  # 4-bit codes, one sub-quantizer per channel; 2k candidates re-ranked exactly
             index = faiss.IndexIVFPQFastScan(quantizer, dim, nlist, dim, 4)
+            # codes of the frames, not of their residuals to the cell centre: one look-up table per query
+            # instead of one per cell searched; at 1M, nprobe 256: 0.70 against 1.46 ms, recall@256 0.967
+            # against 0.973 (the 2k candidates are re-ranked exactly anyway)
+            index.by_residual = False
             index.pq.cp.seed = options.seed
             settings["rerank"] = 2
         elif storage == "FLOAT16":
@@ -607,7 +612,7 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
     """A k-NN index over database frames, its recall measured and its search effort tuned.
 
     An approximate index (HNSW, IVF) is searched with noisy copies of :data:`RECALL_SAMPLE` of its
-    own frames; while recall@k is under ``recall_target`` the search effort doubles (efSearch up to
+    own frames; while recall@k is under ``recall_target`` the search effort grows x1.5 (efSearch up to
     :data:`MAX_EF_SEARCH`, nprobe up to nlist).  If the target is still not met, exact search is used
     and :attr:`NeighbourIndex.message` says why; so does it when faiss is missing.
 
@@ -685,7 +690,8 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
             key = "efSearch" if chosen == "HNSW" else "nprobe"
             top = MAX_EF_SEARCH if chosen == "HNSW" else index.settings["nlist"]
             while index.recall < o.recall_target and index.settings[key] < top:
-                index.set_effort(min(2 * index.settings[key], top))
+                # x1.5 a step: at 10M frames nprobe 512 gave 0.945 and 1024 0.980 at twice the time
+                index.set_effort(min(math.ceil(1.5 * index.settings[key]), top))
                 _tick(progress, cancel, 0.9, f"recall@{k_eff} {index.recall:.3f} < {o.recall_target}: {key} raised "
                                              f"to {index.settings[key]}")
                 index.recall = _recall(index.search(q, k_eff)[1], truth)
