@@ -318,3 +318,17 @@ def test_benchmark_helper_reproduces_the_benchmark_scenarios():
     assert [r["frames"] for r in on] == [r["frames"] for r in off] and on[0]["total"] == off[0]["total"]
     lines = mf.markdown(ours)
     assert len(lines) == 2 + 6 and lines[3].startswith("| generated | #1 | on | 8 | 8 |")
+
+
+def test_docstring_examples_run():
+    """The module's Examples (test_docstrings.py does not list this module yet)."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module("anim_signals.motiondb.features")
+    tests = [t for t in doctest.DocTestFinder().find(module) if t.examples]
+    assert len(tests) >= 3
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for t in tests:
+        runner.run(t)
+    assert runner.summarize(verbose=False).failed == 0
