@@ -74,7 +74,12 @@ STORAGES = ("AUTO", "FLOAT32", "FLOAT16", "PQ")
 #                   50-67 s + add 22-29 s under load, 28 MB): recall@256 0.89 at 0.27 ms (nprobe 64),
 #                   0.93 at 0.34 ms (128), 0.966 at 0.49 ms (256); recall@32 1.0.  nlist 2048 (train
 #                   16-32 s + add 11 s): 0.925 at 0.35 ms (128), 0.968 at 0.53 ms (256), 0.992 at 0.79 ms
-#                   (512); nlist 1024: 0.985 at 0.97 ms (256)
+#                   (512); nlist 1024: 0.985 at 0.97 ms (256).  Codes of the frames (by_residual off) at
+#                   nlist 2000, as built now: AUTO at 1M tunes nprobe to 243, recall@256 0.959, build 53 s,
+#                   28 MB, Reconstructor.step median 1.48 ms (k-NN 0.65, graph 0.28, synthesis 0.50), exact
+#                   hits 0.598 (exact search 0.56 on the same frames).  At 10M (nlist 6324): nprobe 548
+#                   recall 0.9496, 822 0.970; build 723 s (k-means 105 s, assignment 600 s), 276 MB,
+#                   step median 5.7 ms at nprobe 822 (k-NN 3.2 ms) under load 7.
 # So: cKDTree up to KDTREE_MAX_FRAMES (NUMPY_FLAT_ABOVE without faiss), an exact flat scan up to
 # EXACT_MAX_FRAMES (at most ~1.5 ms, nothing to build), IVF-PQ above (nprobe tuned to the target).
 KDTREE_MAX_FRAMES = 2_000
@@ -692,7 +697,7 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
             while index.recall < o.recall_target and index.settings[key] < top:
                 # x1.5 a step: at 10M frames nprobe 512 gave 0.945 and 1024 0.980 at twice the time
                 index.set_effort(min(math.ceil(1.5 * index.settings[key]), top))
-                _tick(progress, cancel, 0.9, f"recall@{k_eff} {index.recall:.3f} < {o.recall_target}: {key} raised "
+                _tick(progress, cancel, 0.9, f"recall@{k_eff} {index.recall:.4f} < {o.recall_target}: {key} raised "
                                              f"to {index.settings[key]}")
                 index.recall = _recall(index.search(q, k_eff)[1], truth)
             if index.recall < o.recall_target:
