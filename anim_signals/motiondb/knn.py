@@ -75,9 +75,10 @@ STORAGES = ("AUTO", "FLOAT32", "FLOAT16", "PQ")
 #                   0.93 at 0.34 ms (128), 0.966 at 0.49 ms (256); recall@32 1.0.  nlist 2048 (train
 #                   16-32 s + add 11 s): 0.925 at 0.35 ms (128), 0.968 at 0.53 ms (256), 0.992 at 0.79 ms
 #                   (512); nlist 1024: 0.985 at 0.97 ms (256).  Codes of the frames (by_residual off) at
-#                   nlist 2000, as built now: AUTO at 1M tunes nprobe to 243, recall@256 0.959, build 53 s,
-#                   28 MB, Reconstructor.step median 1.48 ms (k-NN 0.65, graph 0.28, synthesis 0.50), exact
-#                   hits 0.598 (exact search 0.56 on the same frames).  At 10M (nlist 6324): nprobe 548
+#                   nlist 2000, as built now: AUTO at 1M tunes nprobe to 222 (raised x1.5, then bisected),
+#                   recall@256 0.954, build 57 s, 28 MB; Reconstructor.step median 1.46 ms (k-NN 0.61,
+#                   graph 0.29, synthesis 0.50) under load 7, exact hits 0.598 over 900 frames; on 300 of
+#                   them the same best frame as exact search every time (hits 0.56 both).  At 10M (nlist 6324): nprobe 548
 #                   recall 0.9496, 822 0.970; build 723 s (k-means 105 s, assignment 600 s), 276 MB,
 #                   step median 5.7 ms at nprobe 822 (k-NN 3.2 ms) under load 7.
 # So: cKDTree up to KDTREE_MAX_FRAMES (NUMPY_FLAT_ABOVE without faiss), an exact flat scan up to
