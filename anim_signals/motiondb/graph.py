@@ -649,12 +649,13 @@ class Batch:
 
 
 def iter_reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
-                     query_channels: Sequence[str] | None = None) -> Generator[float, None, Batch]:
+                     query_channels: Sequence[str] | None = None,
+                     index: NeighbourIndex | None = None) -> Generator[float, None, Batch]:
     """:func:`reconstruct` step by step: yields progress after each query frame, returns the batch.
 
     Parameters
     ----------
-    db, queries, params, query_channels
+    db, queries, params, query_channels, index
         As :func:`reconstruct`.
 
     Yields
@@ -673,7 +674,7 @@ def iter_reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams
         As :class:`Reconstructor`, or on queries of the wrong shape or with infinite or huge
         values (NaN marks a missing frame); raised when called, before the first step.
     """
-    rec = Reconstructor(db, params, query_channels)
+    rec = Reconstructor(db, params, query_channels, index=index)
     q = _checked_queries(queries, rec.cols.size)
     # checked when called, not at the first step
     return _iter_batch(rec, q, len(db.channels))
@@ -718,7 +719,7 @@ def _iter_batch(rec: Reconstructor, q: np.ndarray, d: int) -> Generator[float, N
 
 
 def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | None = None,
-                query_channels: Sequence[str] | None = None) -> Batch:
+                query_channels: Sequence[str] | None = None, index: NeighbourIndex | None = None) -> Batch:
     """The streaming reconstruction over a whole clip (identical to calling :meth:`Reconstructor.step`).
 
     A query frame with NaN values (a dropped capture frame) does not update the graph: the previous
@@ -733,6 +734,9 @@ def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | No
     params : OLNGParams, optional
     query_channels : sequence of str, optional
         The query columns' channels (default: all of the database's).
+    index : NeighbourIndex, optional
+        The k-NN index over the query channels' frames (as :class:`Reconstructor`; for instance one
+        loaded from its file by :func:`.index_store.cached_index`); default: the database's own.
 
     Returns
     -------
@@ -754,7 +758,7 @@ def reconstruct(db: MotionDatabase, queries: np.ndarray, params: OLNGParams | No
     >>> bool(np.abs(batch.poses - clip[50:100]).mean() < 0.5 * np.abs(noisy - clip[50:100]).mean())
     True
     """
-    steps = iter_reconstruct(db, queries, params, query_channels)
+    steps = iter_reconstruct(db, queries, params, query_channels, index)
     while True:
         try:
             next(steps)

@@ -9,7 +9,6 @@ index and writes the new action ``<action>.reconstructed`` and the numbers on th
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
@@ -186,14 +185,7 @@ def _scaled(steps: Generator[float, None, Any], lo: float, hi: float,
 
 def _core_steps(plan: QueryPlan, index: Any) -> Generator[float, None, Any]:
     """The core's ``iter_reconstruct`` over the plan's queries, searching with ``index``."""
-    if "index" in inspect.signature(iter_batch).parameters:
-        return iter_batch(plan.db, plan.values, plan.params, plan.query_channels, **{"index": index})
-    # A core whose iter_reconstruct takes no index: the database keeps its indexes by (columns,
-    # options) and a Reconstructor takes the one matching its settings (what
-    # index_store.cached_index relies on too).
-    cols = tuple(int(c) for c in database_columns(plan.db, plan.query_channels))
-    plan.db._indexes[(cols, plan.params.checked(plan.db.n_frames).index_options().checked())] = index  # noqa: SLF001
-    return iter_batch(plan.db, plan.values, plan.params, plan.query_channels)
+    return iter_batch(plan.db, plan.values, plan.params, plan.query_channels, index=index)
 
 
 def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, None]:

@@ -209,6 +209,29 @@ def test_approximate_backends_at_high_effort_give_the_exact_olng_output():
         assert [rec.step(q).best_index for q in queries] == ref
 
 
+def test_reconstruct_searches_the_index_it_is_given():
+    """``reconstruct(..., index=)`` (what the Blender tools pass after loading an index file) searches
+    that index, not one of the database's own, and gives the streaming Reconstructor's output."""
+    from anim_signals.motiondb import reconstruct
+
+    db = make_db(n_clips=9, length=120, d=6, seed=4)
+    rows, queries = noisy_queries(db, n=40)
+    params = OLNGParams(k=24, window=8, paths=4, backend="KDTREE")
+    given = build_index(db.frames, options=IndexOptions(backend="FLAT", k=24))
+    calls = []
+    original = given.search
+
+    def counting(q, k):
+        calls.append(k)
+        return original(q, k)
+
+    given.search = counting
+    batch = reconstruct(db, queries, params, index=given)
+    assert len(calls) == len(queries) and set(calls) == {24}
+    rec = Reconstructor(db, params)  # the database's own exact kd-tree: the same neighbours
+    assert batch.best_index.tolist() == [rec.step(q).best_index for q in queries]
+
+
 def test_recall_is_measured_against_brute_force():
     db = make_db(n_clips=20, length=150, d=8, seed=5)
     k = 40
