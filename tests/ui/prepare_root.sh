@@ -13,9 +13,13 @@ UI_ROOT="${ANIM_SIGNALS_UI_ROOT:-$HOME/.cache/anim_signals/ui-root}"
 SUITE=trixie
 # python3-sklearn: the spatial-keyframe projections (scikit-learn is bundled as a wheel in the zip;
 # Debian's 1.4 has every estimator they use)
-PACKAGES=blender,xvfb,xauth,xdotool,x11-apps,imagemagick,libgl1-mesa-dri,python3-scipy,python3-numpy,python3-pip,python3-sklearn
+PACKAGES=blender,xvfb,xauth,xdotool,x11-apps,imagemagick,libgl1-mesa-dri,python3-scipy,python3-numpy,python3-pip,python3-sklearn,python3-packaging
+# faiss-cpu, the motion database's approximate index (bundled as a wheel in the zip), for the root's
+# Python (trixie: 3.13); packaging, its one pure-Python dependency, is Debian's (python3-packaging).
+FAISS_VERSION=1.10.0
+ROOT_PY_VERSION=3.13
 # Bumping this string rebuilds every cached root.
-STAMP_TEXT="suite=$SUITE packages=$PACKAGES cma=wheel v1"
+STAMP_TEXT="suite=$SUITE packages=$PACKAGES cma=wheel faiss=$FAISS_VERSION v2"
 STAMP="$UI_ROOT/.anim_signals_ui_root"
 
 cannot() { echo "skipped: $*"; exit 77; }
@@ -56,6 +60,9 @@ trap 'rm -rf "$WHEELS"' EXIT
 PY="$(command -v python3)"
 "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$WHEELS" cma \
     || cannot "could not download the cma wheel with the host's pip"
+"$PY" -m pip download -q --no-deps --only-binary=:all: -d "$WHEELS" --python-version "$ROOT_PY_VERSION" \
+    --implementation cp --platform "manylinux_2_28_$(uname -m)" "faiss-cpu==$FAISS_VERSION" \
+    || cannot "could not download the faiss-cpu wheel for Python $ROOT_PY_VERSION with the host's pip"
 
 echo "building the $SUITE UI root in $PARTIAL from $MIRROR (a few minutes, once)"
 # One retry: a download cut off half-way should not fail the test run.
@@ -70,7 +77,7 @@ for wheel in "$WHEELS"/*.whl; do WHEEL_PATHS+=("/tmp/wheels/$(basename "$wheel")
 chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root \
     python3 -m pip install -q --break-system-packages --no-index --no-deps "${WHEEL_PATHS[@]}"
 rm -rf "$PARTIAL/tmp/wheels"
-chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root python3 -c "import cma, scipy, numpy"
+chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root python3 -c "import cma, scipy, numpy, faiss"
 
 echo "$STAMP_TEXT" > "$PARTIAL/.anim_signals_ui_root"
 rm -rf "$UI_ROOT"

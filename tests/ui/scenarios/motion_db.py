@@ -11,6 +11,7 @@ handler: the next frame no longer moves the duplicate.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
@@ -38,6 +39,7 @@ from ._panels import RegionDraws, button_near, open_panel, scroll_to_bottom
 BUILD, LIVE, BUILD_POSE_SPACE = ("anim_signals.build_motion_database", "anim_signals.motion_db_live",
                                  "anim_signals.build_pose_space")
 RECONSTRUCT = "anim_signals.reconstruct_motion"
+CLEAR_INDEX = "anim_signals.clear_motion_db_index"
 WALK, JUMP = "MDB_Walk", "MDB_Jump"
 STEPS = 6  # frames stepped by Right-arrow presses (each about 1 s: the viewport draws in software)
 MAX_MS = 50.0  # a live frame must take less (the issue measured about 1 ms)
@@ -94,6 +96,7 @@ def run(area) -> Iterator[Wait]:
     settings = scene.anim_signals.motion_db
     # what an animator would pick in the panel: an armature database of these two clips, the best path
     settings.kind, settings.build_actions, settings.output, settings.k = "ARMATURE", f"{WALK}, {JUMP}", "BEST_PATH", 32
+    settings.backend = "IVF"  # the approximate index an animator picks for a large library
     live_module = ext("operators.motion_db.live")
     sidebar = region_of(area, "UI")
     view = region_of(area, "WINDOW")
@@ -128,6 +131,26 @@ def run(area) -> Iterator[Wait]:
               f"{[a.name for a in settings.actions]}, {settings.n_frames} frames, {settings.n_channels} channels "
               f"(the walk has {len(rotations)} rotation curves)")
         yield redraws.after(area, "sidebar shows the database")
+        index_file = settings.index_path
+        check("Build made the k-NN index over every channel (IVF, from faiss) and saved it",
+              settings.index_status == "BUILT" and settings.index_backend.startswith("IVF")
+              and settings.index_channels == len(rotations) and bool(index_file) and os.path.isfile(index_file),
+              f"status {settings.index_status}, {settings.index_backend!r}, {settings.index_channels} channels, "
+              f"file {index_file!r}, note {settings.index_note!r}")
+        check("the measured recall meets the target", settings.index_recall >= settings.recall_target,
+              f"recall {settings.index_recall:.3f} for the target {settings.recall_target}")
+        screenshot("motion_db_index")
+        yield from scroll_to_bottom(area, sidebar, redraws)
+        found = {}
+        yield from scan_buttons(sidebar, found, stop_at=CLEAR_INDEX)
+        clear = button_of(found, CLEAR_INDEX)
+        if check("Clear Index Files button found under the index rows", clear is not None):
+            click_button(sidebar, clear)
+            yield Wait("the index files are cleared", lambda: not os.path.isfile(index_file), 20.0)
+            check("Clear Index Files deletes the file and the sidebar shows no index",
+                  not os.path.isfile(index_file) and settings.index_status == "NONE",
+                  f"status {settings.index_status}")
+        settings.backend = "AUTO"
 
         # the database's rows pushed the Live box down: scroll to the bottom again (where the Live
         # box was, as the panel ends the sidebar) and map the buttons from just above it
@@ -190,6 +213,12 @@ def run(area) -> Iterator[Wait]:
         check("Esc stops the playback, the live mode stays on", not bpy.context.screen.is_animation_playing
               and status.running)
 
+        # Start Live built the index of its channels: the index rows grew and pushed the Live box
+        # down, so find the button again at the bottom of the panel
+        yield from scroll_to_bottom(area, sidebar, redraws)
+        live = yield from button_near(sidebar, LIVE, 4 * 20 * ui_scale() / sidebar.height, {})
+        if not check("Stop Live button found at the bottom of the panel", live is not None):
+            return
         click_button(sidebar, live)  # the same button, now "Stop Live"
         yield Wait("live reconstruction stopped", lambda: not status.running, 30.0)
         check("Stop Live removes the frame handler and the live state",
