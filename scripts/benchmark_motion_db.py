@@ -48,8 +48,10 @@ from benchmarking.report import fmt, log  # noqa: E402
 be.add_core_to_path()
 
 import numpy as np  # noqa: E402
+from benchmarking import motion_features  # noqa: E402  (imports the core: after add_core_to_path)
 
 from anim_signals.motiondb import MotionDatabase, OLNGParams, reconstruct  # noqa: E402
+from anim_signals.motiondb.features import MotionFeature  # noqa: E402
 from anim_signals.motiondb.livelink import ARKIT_BLENDSHAPES, EYE_BLENDSHAPES, timecode_seconds  # noqa: E402
 
 FACIAL_DIR = be.REPO_ROOT.parent / "shared" / "data" / "facial"
@@ -580,6 +582,11 @@ def markdown(res: dict) -> str:
         lines += report.table(("dataset", "scenario", "input channels", "NN", "OLNG", "synthesis", "NN eyes",
                                "OLNG eyes", "synthesis eyes", "correct hits OLNG", "ratio NN", "ratio OLNG",
                                "ratio synthesis"), "llrrrrrrrrrrr", partial_rows(res, part))
+    if res.get("feature"):
+        lines += ["", "## 1b. The velocity query feature (motiondb.features, optional): the same queries with and without",
+                  "", "The query is the pose plus a weighted causal least-squares velocity over the last frames "
+                  "(`MotionFeature()` defaults); the output keeps the database's channels.", ""]
+        lines += motion_features.markdown(res["feature"])
     lines += [""] + latency_markdown(res["latency"])
     if res.get("scale"):
         lines += [""] + motion_db_scale.markdown(res["scale"])
@@ -620,6 +627,7 @@ def main(argv=None) -> int:
     p.add_argument("--facial", default=str(FACIAL_DIR), help="folder of Live Link Face CSVs")
     p.add_argument("--mocap", default=str(MOCAP_DIR), help="folder of BVH clips ('' skips them)")
     p.add_argument("--no-latency", action="store_true", help="skip section 3")
+    p.add_argument("--no-feature", action="store_true", help="skip the velocity query feature's with / without rows")
     p.add_argument("--seed", type=int, default=5)
     p.add_argument("--out", default=str(be.REPO_ROOT / "out" / "benchmark_motion_db"))
     p.add_argument("--scale", action="store_true", help="the scale section (issue 18): k-NN backends on "
@@ -673,6 +681,9 @@ def main(argv=None) -> int:
             for j, r in enumerate(ds.recordings)]))
         log(f"{ds.name}: {len(ds.clips)} clips, {sum(c.shape[0] for c in ds.clips)} frames")
         res["scenarios"] += scenarios(ds, params, args.quick, args.seed + 100 * i, partial=ds.name.startswith("facial"))
+        if not args.no_feature:  # the same queries (same random draws) with and without the velocity feature
+            res.setdefault("feature", []).extend(motion_features.compare(
+                ds, params, {"off": None, "on (default)": MotionFeature()}, args.seed + 100 * i, args.quick))
     if args.no_latency:
         res["latency"] = dict(kt=[], sizes=[])
     else:

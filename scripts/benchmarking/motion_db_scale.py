@@ -139,9 +139,12 @@ def run_case(case: dict, make_clips: Callable[[str, int, int], tuple[list[np.nda
     # recall@K on the streamed queries themselves (a sample), against brute force
     q = np.vstack([noisy for _, noisy in plan])
     pick = np.random.default_rng(seed).choice(q.shape[0], min(RECALL_QUERIES, q.shape[0]), replace=False)
-    _, truth_idx = exact_knn(points, q[pick].astype(np.float32), K)
-    _, found = index.search(q[pick], K)
-    out["recall"] = float(np.mean([np.intersect1d(a, b).size / K for a, b in zip(truth_idx, found)]))
+    truth_dist, _ = exact_knn(points, q[pick].astype(np.float32), K)
+    found_dist, _ = index.search(q[pick], K)
+    # tie-aware: a found frame counts when it is as near as the true K-th neighbour (windows of the
+    # takes repeat frames, so equally near frames may stand in for each other)
+    kth = truth_dist[:, -1:] * (1.0 + 1e-6) + 1e-9
+    out["recall"] = float(np.mean(np.sum(found_dist <= kth, axis=1) / K))
     return out
 
 
@@ -208,12 +211,12 @@ def markdown(rows: list[dict]) -> list[str]:
         body.append((r["kind"], f"{r['size']:,}", r["backend"] + ("" if r["chosen"] == r["backend"] else f" → {r['chosen']}"),
                      fmt(r["build_s"]), fmt(r["index_mb"]), fmt(r["disk_mb"]), fmt(r["peak_build_mb"]),
                      fmt(r["knn_ms"]), fmt(r["graph_ms"]), fmt(r["synthesis_ms"]), total, fmt(r["recall"]),
-                     fmt(r["build_recall"]), fmt(r["hits"]), fmt(ref), r["describe"] + (f"; {r['message']}" if r["message"] else "")))
+                     fmt(r["build_recall"]), fmt(r["hits"]), fmt(ref), r["describe"] + (f"; {r['message']}" if r["message"] and r["message"] not in r["describe"] else "")))
     lines = ["## Scale: k-NN backends from 16k to 10M frames (issue 18)", "",
              f"K x T = {K} x {WINDOW}, one query frame at a time, scenario #1 queries (database clips + noise "
              f"{NOISE_MEDIUM} x each channel's std). Latency: median ms per frame (goal ≤ 2 ms at 1M, ≤ 5 ms at "
              "10M; Richert: 5.3 ms at 16,623 frames, 22 ms at his large database). Recall@256 on the streamed "
-             "queries against brute force; build recall: measured by the build on its own sample. Hits: the best "
+             "queries against brute force (a frame as near as the true 256th neighbour counts: ties); build recall: measured by the build on its own sample. Hits: the best "
              "path's frame is the queried one; exact hits: the exact backend's on the same queries. Peak MB: "
              "resident memory while building, database frames included.", ""]
     lines += table(("data", "frames", "backend", "build s", "index MB", "disk MB", "peak MB", "k-NN ms", "graph ms",
