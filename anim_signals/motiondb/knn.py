@@ -379,9 +379,24 @@ def _recall_queries(points: np.ndarray, sample: int, noise: float, seed: int) ->
     return points[rows] + noise * std * rng.standard_normal((rows.size, points.shape[1]))
 
 
-def _recall(found: np.ndarray, truth: np.ndarray) -> float:
-    k = truth.shape[1]
-    return float(np.mean([np.intersect1d(a, b).size / k for a, b in zip(found, truth)]))
+RECALL_TIE = 1e-9  # relative: a found frame this close to the true k-th distance is a true neighbour
+
+
+def _recall(points: np.ndarray, q: np.ndarray, found: np.ndarray, truth_dist: np.ndarray) -> float:
+    """Mean share of the k found rows that are true k nearest neighbours of their query.
+
+    A found row counts when its true distance (recomputed here, whatever the index reported) is at
+    most the true k-th distance: frames at equal distance stand in for each other. Libraries built
+    from windows or copies of the same takes hold the same frame many times, and which of the copies
+    an index returns is arbitrary; counting row numbers would call that a miss.
+    """
+    k = truth_dist.shape[1]
+    real = found >= 0  # faiss marks a missing answer -1
+    rows = np.where(real, found, 0)
+    diff = np.asarray(points, dtype=np.float64)[rows] - np.asarray(q, dtype=np.float64)[:, None, :]
+    dist = np.sqrt(np.einsum("mkd,mkd->mk", diff, diff))
+    near = real & (dist <= truth_dist[:, -1:] * (1.0 + RECALL_TIE) + 1e-12)
+    return float(np.mean(near.sum(axis=1) / k))
 
 
 def measure_recall(index: NeighbourIndex, points: np.ndarray, k: int, noise: float = 0.2,
@@ -403,11 +418,12 @@ def measure_recall(index: NeighbourIndex, points: np.ndarray, k: int, noise: flo
     Returns
     -------
     float
-        Mean over the sample of |found ∩ true| / k, in [0, 1].
+        Mean over the sample of the share of found frames that are true k nearest neighbours
+        (frames at the true k-th distance count: repeated frames stand in for each other), in [0, 1].
     """
     q = _recall_queries(points, sample, noise, seed)
-    _, truth = exact_knn(points, q, k)
-    return _recall(index.search(q, k)[1], truth)
+    truth, _ = exact_knn(points, q, k)
+    return _recall(points, q, index.search(q, k)[1], truth)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -612,6 +628,44 @@ def _approx_index(backend: str, x: np.ndarray, options: IndexOptions, faiss: Any
     return out
 
 
+def _recall_sample(x: np.ndarray, o: IndexOptions, k: int, progress: ProgressFn | None,
+                   cancel: CancelFn | None) -> tuple[np.ndarray, np.ndarray]:
+    """The build's recall queries (noisy copies of its own frames) and their true k-th distances."""
+    _tick(progress, cancel, 0.86, f"measuring recall@{k} on {min(RECALL_SAMPLE, x.shape[0])} noisy frames")
+    q = _recall_queries(x, RECALL_SAMPLE, o.noise, o.seed)
+    return q, exact_knn(x, q, k)[0]
+
+
+def _tune_effort(index: NeighbourIndex, x: np.ndarray, q: np.ndarray, truth: np.ndarray, k: int, target: float,
+                 progress: ProgressFn | None, cancel: CancelFn | None) -> None:
+    """Measure ``index.recall`` and raise its search effort (efSearch / nprobe) x1.5 a step until it
+    meets ``target`` or the effort is at its top, then bisect back down to within 10 % of the least
+    effort that meets it."""
+    key = "efSearch" if index.backend == "HNSW" else "nprobe"
+    top = MAX_EF_SEARCH if index.backend == "HNSW" else index.settings["nlist"]
+    index.recall = _recall(x, q, index.search(q, k)[1], truth)
+    low = 0  # the largest effort known to miss the target
+    while index.recall < target and index.settings[key] < top:
+        # x1.5 a step: at 10M frames nprobe 512 gave 0.945 and 1024 0.980 at twice the time
+        low = index.settings[key]
+        index.set_effort(min(math.ceil(1.5 * low), top))
+        _tick(progress, cancel, 0.9, f"recall@{k} {index.recall:.4f} < {target}: {key} raised to {index.settings[key]}")
+        index.recall = _recall(x, q, index.search(q, k)[1], truth)
+    if low and index.recall >= target:  # bisect down to within 10 % of the least effort
+        high, high_recall = index.settings[key], index.recall
+        while high - low > max(1, low // 10):
+            mid = (low + high) // 2
+            index.set_effort(mid)
+            _tick(progress, cancel, 0.95, f"{key} {mid}?")
+            r = _recall(x, q, index.search(q, k)[1], truth)
+            if r >= target:
+                high, high_recall = mid, r
+            else:
+                low = mid
+        index.set_effort(high)
+        index.recall = high_recall
+
+
 def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95, k: int = 256, noise: float = 0.2,
                 seed: int = 0, progress: ProgressFn | None = None, cancel: CancelFn | None = None,
                 options: IndexOptions | None = None) -> NeighbourIndex:
@@ -686,42 +740,43 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
     if chosen in ("KDTREE", "FLAT"):
         index = _exact_index(chosen, x, o, faiss)
         index.recall = 1.0 if index.exact else None
+        if not index.exact:  # cKDTree with eps: measured, not tuned
+            q, truth = _recall_sample(x, o, k_eff, progress, cancel)
+            index.recall = _recall(x, q, index.search(q, k_eff)[1], truth)
     else:
-        index = _approx_index(chosen, x, o, faiss, progress, cancel)
-    if not index.exact:
-        _tick(progress, cancel, 0.86, f"measuring recall@{k_eff} on {min(RECALL_SAMPLE, n)} noisy frames")
-        q = _recall_queries(x, RECALL_SAMPLE, o.noise, o.seed)
-        truth = exact_knn(x, q, k_eff)[1]
-        index.recall = _recall(index.search(q, k_eff)[1], truth)
-        if chosen in ("HNSW", "IVF"):
-            key = "efSearch" if chosen == "HNSW" else "nprobe"
-            top = MAX_EF_SEARCH if chosen == "HNSW" else index.settings["nlist"]
-            low = 0  # the largest effort known to miss the target
-            while index.recall < o.recall_target and index.settings[key] < top:
-                # x1.5 a step: at 10M frames nprobe 512 gave 0.945 and 1024 0.980 at twice the time
-                low = index.settings[key]
-                index.set_effort(min(math.ceil(1.5 * low), top))
-                _tick(progress, cancel, 0.9, f"recall@{k_eff} {index.recall:.4f} < {o.recall_target}: {key} raised "
-                                             f"to {index.settings[key]}")
-                index.recall = _recall(index.search(q, k_eff)[1], truth)
-            if low and index.recall >= o.recall_target:  # bisect down to within 10 % of the least effort
-                high, high_recall = index.settings[key], index.recall
-                while high - low > max(1, low // 10):
-                    mid = (low + high) // 2
-                    index.set_effort(mid)
-                    _tick(progress, cancel, 0.95, f"{key} {mid}?")
-                    r = _recall(index.search(q, k_eff)[1], truth)
-                    if r >= o.recall_target:
-                        high, high_recall = mid, r
-                    else:
-                        low = mid
-                index.set_effort(high)
-                index.recall = high_recall
-            if index.recall < o.recall_target:
-                message = (f"{chosen} reached recall@{k_eff} {index.recall:.3f} at {key} {index.settings[key]}, "
-                           f"under the target {o.recall_target}: exact search instead")
-                index = _exact_index("FLAT", x, o, faiss)
-                index.recall = 1.0
+        # AUTO tries HNSW where IVF-PQ misses the target even searching every cell: PQ codes of few
+        # levels per channel blur data that sits near a few values (facial weights near 0), where a
+        # graph over the full vectors still finds the neighbours
+        attempts = [chosen] + (["HNSW"] if o.backend == "AUTO" and chosen == "IVF" else [])
+        sample: tuple[np.ndarray, np.ndarray] | None = None
+        found: NeighbourIndex | None = None
+        misses: list[str] = []
+        for attempt in attempts:
+            if attempt != chosen:
+                try:
+                    _check_memory(attempt, n, dim, o)
+                except IndexTooLarge as err:
+                    misses.append(f"{attempt} not tried ({err})")
+                    continue
+            candidate = _approx_index(attempt, x, o, faiss, progress, cancel)
+            if sample is None:
+                sample = _recall_sample(x, o, k_eff, progress, cancel)
+            _tune_effort(candidate, x, *sample, k_eff, o.recall_target, progress, cancel)
+            if candidate.recall is not None and candidate.recall >= o.recall_target:
+                found = candidate
+                break
+            key = "efSearch" if attempt == "HNSW" else "nprobe"
+            misses.append(f"{attempt} reached recall@{k_eff} {candidate.recall:.3f} at {key} "
+                          f"{candidate.settings[key]}")
+            del candidate
+        if found is None:
+            message = "; ".join(misses) + f", under the target {o.recall_target}: exact search instead"
+            index = _exact_index("FLAT", x, o, faiss)
+            index.recall = 1.0
+        else:
+            index = found
+        if found is not None and misses:
+            message = "; ".join(misses) + f", under the target {o.recall_target}: {index.backend} instead"
     index.recall_k = k_eff
     index.message = message
     index.build_seconds = time.perf_counter() - t0

@@ -232,6 +232,28 @@ def test_reconstruct_searches_the_index_it_is_given():
     assert batch.best_index.tolist() == [rec.step(q).best_index for q in queries]
 
 
+def test_recall_counts_a_repeated_frame_for_its_copy():
+    """A library of copies (windows or duplicates of the same takes) holds each frame twice: an index
+    that answers with the other copy has found the true neighbours; one a frame off has not."""
+    clips = walk_clips(n_clips=4, length=100, d=5, seed=8)
+    db = MotionDatabase.from_clips(clips + clips, [f"c{i}" for i in range(5)])
+    n, k = 400, 11  # odd k: the k-th true neighbour's copy is outside the true set, at the same distance
+
+    class Answer(NeighbourIndex):
+        def __init__(self, points, remap):
+            super().__init__("FLAT", points, None, {"impl": "stub"})
+            self.remap = remap
+
+        def search(self, queries, k):
+            d, i = exact_knn(db.frames, np.atleast_2d(queries), k)
+            return d, self.remap(i)
+
+    other_copy = Answer(db.frames, lambda i: np.where(i < n, i + n, i - n))
+    assert measure_recall(other_copy, db.frames, k) == 1.0
+    one_off = Answer(db.frames, lambda i: np.where(i % 100 < 99, i + 1, i - 1))
+    assert measure_recall(one_off, db.frames, k) < 0.9
+
+
 def test_recall_is_measured_against_brute_force():
     db = make_db(n_clips=20, length=150, d=8, seed=5)
     k = 40
@@ -284,6 +306,34 @@ def test_unreachable_recall_target_falls_back_to_exact(monkeypatch):
     assert "HNSW reached recall@30" in index.message and "exact search instead" in index.message
     q = db.frames[11] + 0.02
     np.testing.assert_array_equal(index.search(q, 30)[1], brute(db.frames, q, 30)[1])
+
+
+def test_auto_tries_hnsw_where_ivf_misses_the_target(monkeypatch):
+    """AUTO's IVF-PQ can miss the target even searching every cell (facial weights near 0 blur in 4-bit
+    codes): HNSW is tried next, and exact search only when both miss; the message says what was missed."""
+    monkeypatch.setattr(knn, "choose_backend", lambda *a, **kw: "IVF")
+    real_tune = knn._tune_effort
+    capped: dict[str, float] = {}
+
+    def tune(index, *args):
+        real_tune(index, *args)
+        if index.backend in capped:
+            index.recall = capped[index.backend]
+
+    monkeypatch.setattr(knn, "_tune_effort", tune)
+    db = make_db(n_clips=10, length=100, d=6, seed=7)
+    opts = IndexOptions(k=20, recall_target=0.9, ef_search=400)
+    capped["IVF"] = 0.5
+    index = build_index(db.frames, options=opts)
+    assert index.backend == "HNSW" and index.recall >= 0.9
+    assert "IVF reached recall@20 0.500" in index.message and "HNSW instead" in index.message
+    capped["HNSW"] = 0.6
+    index = build_index(db.frames, options=opts)
+    assert index.backend == "FLAT" and index.recall == 1.0
+    assert "IVF reached recall@20 0.500" in index.message and "HNSW reached recall@20 0.600" in index.message
+    assert "exact search instead" in index.message
+    explicit = build_index(db.frames, options=IndexOptions(backend="IVF", k=20, recall_target=0.9))
+    assert explicit.backend == "FLAT" and "HNSW" not in explicit.message  # asked for IVF: no other approximate
 
 
 def test_backend_choice_follows_size_and_recall_target():
