@@ -14,6 +14,9 @@ knn
     recall measured at build time: :class:`NeighbourIndex`, :func:`build_index`.
 index_store
     The index on disk (header, version, content hash, checksum; atomic writes): :func:`cached_index`.
+features
+    The optional velocity query feature for slow motion under noise: :class:`MotionFeature`,
+    :func:`reconstruct_with_feature`, :class:`FeatureReconstructor`.
 channels
     Channel names as users type them and rigs spell them (:func:`match_names`, eye channels).
 livelink
@@ -23,6 +26,7 @@ generated
 """
 
 from .channels import is_eye_channel, match_names
+from .features import FeatureReconstructor, MotionFeature, reconstruct_with_feature
 from .generated import FaceMesh, generated_expressions, generated_face
 from .graph import (
     Batch,
@@ -41,11 +45,13 @@ from .livelink import LiveLinkError, LiveLinkRecording, read_csv, write_csv
 __all__ = [
     "Batch",
     "FaceMesh",
+    "FeatureReconstructor",
     "IndexFileError",
     "IndexOptions",
     "LiveLinkError",
     "LiveLinkRecording",
     "MotionDatabase",
+    "MotionFeature",
     "NeighbourIndex",
     "OLNGParams",
     "Reconstructor",
@@ -59,6 +65,7 @@ __all__ = [
     "match_names",
     "read_csv",
     "reconstruct",
+    "reconstruct_with_feature",
     "synthesize",
     "write_csv",
 ]

@@ -39,6 +39,7 @@ MODULES = [
     "anim_signals.motiondb.graph",
     "anim_signals.motiondb.knn",
     "anim_signals.motiondb.index_store",
+    "anim_signals.motiondb.features",
     "anim_signals.motiondb.channels",
     "anim_signals.motiondb.livelink",
     "anim_signals.motiondb.generated",
