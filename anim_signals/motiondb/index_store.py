@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .copies import RepeatedFrames, group_copies
 from .knn import (
     IndexOptions,
     IndexTooLarge,
@@ -128,11 +129,13 @@ def save_index(index: NeighbourIndex, path: str | os.PathLike, digest: str) -> i
         When the folder cannot be written (no file is left behind).
     """
     faiss, _ = import_faiss()
+    inner = index.inner if isinstance(index, RepeatedFrames) else index  # copies: the distinct frames' index
     if index.backend in ("HNSW", "IVF"):
-        payload = bytes(faiss.serialize_index(index._impl))  # noqa: SLF001 - the store owns the format
+        payload = bytes(faiss.serialize_index(inner._impl))  # noqa: SLF001 - the store owns the format
     else:
         payload = b""
     header = json.dumps({
+        "distinct": index.copies.distinct if isinstance(index, RepeatedFrames) else None,
         "backend": index.backend, "settings": index.settings, "content_hash": digest, "recall": index.recall,
         "recall_k": index.recall_k, "n": index.n, "dim": index.dim, "build_seconds": index.build_seconds,
         "message": index.message, "payload_length": len(payload),
@@ -245,6 +248,13 @@ def load_index(path: str | os.PathLike, expected_hash: str, points: Any) -> Neig
         raise IndexFileError("corrupt: the index data's checksum does not match", p)
     recall = header.get("recall")
     message = str(header.get("message", ""))
+    copies = None
+    if header.get("distinct"):  # built over the distinct frames: group them again (deterministic)
+        copies = group_copies(x)
+        if copies is None or copies.distinct != int(header["distinct"]):
+            raise IndexFileError(f"built for {header['distinct']} distinct frames, the database has "
+                                 f"{x.shape[0] if copies is None else copies.distinct}", p)
+        x = x[copies.first]
     if backend in ("KDTREE", "FLAT"):
         rebuilt = build_index(x, options=IndexOptions(backend=backend, eps=float(settings.get("eps", 0.0)),
                                                       recall_target=1.0))
@@ -270,6 +280,8 @@ def load_index(path: str | os.PathLike, expected_hash: str, points: Any) -> Neig
         index.set_effort(int(settings["efSearch"]))
     elif backend == "IVF":
         index.set_effort(int(settings["nprobe"]))
+    if copies is not None:
+        return RepeatedFrames(index, np.asarray(points, dtype=float), copies)
     return index
 
 

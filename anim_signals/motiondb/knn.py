@@ -722,6 +722,12 @@ def build_index(points: Any, backend: str = "AUTO", recall_target: float = 0.95,
         row = int(np.argmax(~np.all(np.isfinite(x), axis=1)))
         raise ValueError(f"points have NaN or infinite values (frame {row})")
     n, dim = x.shape
+    from .copies import RepeatedFrames, group_copies  # noqa: PLC0415 - copies builds on this module
+
+    copies = group_copies(x)
+    if copies is not None:  # libraries of windows or copies of takes: each distinct frame indexed once
+        _tick(progress, cancel, 0.0, f"{n:,} frames, {copies.distinct:,} distinct: each searched once")
+        return RepeatedFrames(build_index(x[copies.first], options=o, progress=progress, cancel=cancel), x, copies)
     k_eff = min(o.k, n)
     t0 = time.perf_counter()
     faiss, missing = import_faiss()
