@@ -7,6 +7,9 @@
 - :mod:`.transaction`: all or nothing: datablocks created and values recorded by an operator that
   fails or is cancelled are taken back (stepwise operators and ``@transactional`` executes).
 - :mod:`.menus`: adding an operator's entry to Blender menus and taking it out again.
+- :mod:`.progress`: progress generators chained under one bar (``scaled``) or run blocking (``run_blocking``).
+- :mod:`.threaded`: work that reports progress by callback, run in a worker thread as a progress generator.
+- :mod:`.handlers`: app handlers installed and removed once each.
 """
 
 from .modal import InputError, SettingsOperator, StepwiseOperator

@@ -41,6 +41,7 @@ from ..blender_data.actions import action_fcurves, fcurves_of_action
 from ..blender_data.armatures import cm_per_unit, object_scale, rest_rig, virtual_vertices
 from ..blender_data.channels import bone_name_of_path, bone_path, property_of_path
 from ..blender_data.fcurves import write_bezier
+from ..common.progress import scaled
 from .fitting import FitInputError, FitJob, FitPlan, iter_plan, plan_fit
 
 __all__ = ["ERROR_SPACES", "JointCheck", "iter_joint_plan", "plan_joint_fit"]
@@ -176,16 +177,6 @@ def plan_joint_fit(ob, scene, *, max_joint_error: float, shell_distance: float, 
 # ------------------------------------------------------------------------------------------
 
 
-def _scaled(gen, lo: float, hi: float) -> Generator[float, None, Any]:
-    """Re-yield a progress generator's fractions mapped into [lo, hi]; returns its value."""
-    while True:
-        try:
-            frac = next(gen)
-        except StopIteration as stop:
-            return stop.value
-        yield lo + (hi - lo) * min(max(frac, 0.0), 1.0)
-
-
 def _fitted_copy(check: JointCheck) -> bpy.types.Action:
     """A temporary copy of the job's action holding the fitted keys (the caller removes it)."""
     job = check.job
@@ -232,7 +223,7 @@ def _refit(job: FitJob, changed: np.ndarray, fit_options: dict, lo: float, hi: f
     cols = np.flatnonzero(changed) if per_curve else np.arange(len(job.specs))
     if cols.size == 0:
         return 0
-    sub = yield from _scaled(
+    sub = yield from scaled(
         iter_fit_channels(job.fit_values[:, cols], job.frames, job.tolerance[cols], **fit_options), lo, hi)
     fit = job.result
     curves = list(fit.curves)
@@ -259,7 +250,7 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
     check: JointCheck = plan.joints
     job = check.job
     plan_options = dict(fit_options, share_keys=share_keys) if share_keys != "CURVE" else fit_options
-    yield from _scaled(iter_plan(plan, **plan_options), 0.0, 0.4)
+    yield from scaled(iter_plan(plan, **plan_options), 0.0, 0.4)
     check.original = yield from _vertices(check, None, 0.4, 0.5)
     limit = check.max_error_cm + SLACK_CM
     # Well inside the bound (shared key frames especially: every curve keyed where any needs it):
@@ -271,7 +262,7 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
         bounded = np.array([k != "OTHER" for k in check.kinds])
         factor = min(LOOSEN_MAX, MARGIN * check.max_error_cm / measured)
         job.tolerance = np.where(bounded, job.tolerance * factor, job.tolerance)
-        yield from _scaled(iter_plan(FitPlan(jobs=[job]), **plan_options), 0.52, 0.55)
+        yield from scaled(iter_plan(FitPlan(jobs=[job]), **plan_options), 0.52, 0.55)
         check.loosened = factor
     n_measures = MAX_ROUNDS + 2
     step = 0.5 / n_measures
@@ -297,7 +288,7 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
             break  # only unbounded curves move those bones: tightening cannot help
         job.tolerance = tol
         if share_keys != "CURVE":  # curves sharing key frames: the whole job again
-            yield from _scaled(iter_plan(FitPlan(jobs=[job]), **plan_options), lo + step / 2, lo + step)
+            yield from scaled(iter_plan(FitPlan(jobs=[job]), **plan_options), lo + step / 2, lo + step)
             check.refitted += len(job.specs)
         else:
             check.refitted += yield from _refit(job, changed, fit_options, lo + step / 2, lo + step)

@@ -33,6 +33,8 @@ import numpy as np
 from ...anim_signals.motiondb import MotionDatabase, knn
 from ...anim_signals.motiondb import index_store as store
 from ..blender_data.files import blend_path, cache_folder, sidecar_folder, writable_folder
+from ..common.handlers import install_handlers, remove_handlers
+from ..common.progress import run_blocking
 from ..common.threaded import iter_in_thread
 from .database import MotionDBError, stored_database
 
@@ -251,29 +253,12 @@ def _prune_cache(keep: str) -> None:
                 pass
 
 
-def _run(steps: Generator[float, None, DatabaseIndex]) -> DatabaseIndex:
-    wm = bpy.context.window_manager
-    if wm is not None:
-        wm.progress_begin(0, 100)
-    try:
-        while True:
-            try:
-                frac = next(steps)
-            except StopIteration as done:
-                return done.value
-            if wm is not None:
-                wm.progress_update(int(100 * frac))
-    finally:
-        if wm is not None:
-            wm.progress_end()
-
-
 def ensure_index(scene: Any, db: MotionDatabase, cols: np.ndarray) -> tuple[DatabaseIndex, list[str]]:
     """The index for the scene's database ``db`` over ``cols`` with the scene's settings, loaded or
     built now (blocking, with the window's progress bar: the live mode), saved when built, and
     recorded on the scene. Returns it and messages for the user (a rebuilt file, a fallback, a
     failed save)."""
-    entry = _run(iter_index(db, cols, index_options(scene.anim_signals.motion_db, db.n_frames)))
+    entry = run_blocking(iter_index(db, cols, index_options(scene.anim_signals.motion_db, db.n_frames)))
     return entry, finish_index(scene, entry)
 
 
@@ -457,13 +442,9 @@ _HANDLERS = ((bpy.app.handlers.load_post, _on_load_post), (bpy.app.handlers.save
 
 
 def register_handlers() -> None:
-    for handlers, handler in _HANDLERS:
-        if handler not in handlers:
-            handlers.append(handler)
+    install_handlers(_HANDLERS)
 
 
 def unregister_handlers() -> None:
-    for handlers, handler in _HANDLERS:
-        while handler in handlers:
-            handlers.remove(handler)
+    remove_handlers(_HANDLERS)
     clear_session()

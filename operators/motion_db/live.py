@@ -26,6 +26,7 @@ from ..blender_data.fcurves import evaluate_curves
 from ..blender_data.meshes import live_duplicate
 from ..blender_data.named_channels import NamedPoseWriter
 from ..blender_data.shape_keys import key_block_names
+from ..common.handlers import install_handlers, remove_handlers
 from ..common.text import short_list
 from .database import LIVE_SUFFIX, MotionDBError, database_actions, stored_database
 from .index import database_columns, ensure_index
@@ -143,15 +144,11 @@ _HANDLERS = ((bpy.app.handlers.frame_change_post, _on_frame_change),
 
 
 def _ensure_handler() -> None:
-    for handlers, handler in _HANDLERS:
-        if handler not in handlers:
-            handlers.append(handler)
+    install_handlers(_HANDLERS)
 
 
 def _remove_handler() -> None:
-    for handlers, handler in _HANDLERS:
-        while handler in handlers:
-            handlers.remove(handler)
+    remove_handlers(_HANDLERS)
 
 
 def start_live(context, output: str, **query_settings) -> LiveState:

@@ -20,6 +20,7 @@ from ...anim_signals.motiondb import iter_reconstruct as iter_batch
 from ..blender_data.actions import action_frame_range, get_action, id_read_only_reason, tweak_mode_reason
 from ..blender_data.fcurves import sample_curves
 from ..blender_data.named_channels import named_channel_curves, write_named_channels
+from ..common.progress import scaled
 from ..common.text import parse_names, short_list
 from ..common.transaction import current_transaction
 from .database import RECONSTRUCTED_SUFFIX, VALUE_LIMIT, MotionDBError, stored_database
@@ -166,23 +167,6 @@ MAX_QUERY_FRAMES = 1_000_000
 """Whole frames a query action may span (sampled and written once each): 11.5 hours at 24 fps."""
 
 
-def _scaled(steps: Generator[float, None, Any], lo: float, hi: float,
-            seen: list | None = None) -> Generator[float, None, Any]:
-    """``steps``' progress mapped from [0, 1] to [lo, hi]; returns its value (closing this closes it).
-    ``seen`` gets the fractions yielded."""
-    try:
-        while True:
-            try:
-                frac = next(steps)
-            except StopIteration as done:
-                return done.value
-            if seen is not None:
-                seen.append(frac)
-            yield lo + (hi - lo) * frac
-    finally:
-        steps.close()
-
-
 def _core_steps(plan: QueryPlan, index: Any) -> Generator[float, None, Any]:
     """The core's ``iter_reconstruct`` over the plan's queries, searching with ``index``."""
     return iter_batch(plan.db, plan.values, plan.params, plan.query_channels, index=index)
@@ -198,9 +182,9 @@ def iter_reconstruct(plan: QueryPlan, output: str) -> Generator[float, None, Non
     has NaN values."""
     cols = database_columns(plan.db, plan.query_channels)
     built: list[float] = []  # iter_index yields only while it builds: then it takes the first half of the progress
-    plan.index = yield from _scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5, seen=built)
+    plan.index = yield from scaled(iter_index(plan.db, cols, plan.index_options), 0.0, 0.5, seen=built)
     start = 0.5 if built else 0.0
-    batch = yield from _scaled(_core_steps(plan, plan.index.index), start, 1.0)
+    batch = yield from scaled(_core_steps(plan, plan.index.index), start, 1.0)
     stepped = batch.best_index >= 0
     if not stepped.any():
         raise ValueError("every query frame has NaN values")
