@@ -7,7 +7,7 @@ Run with the project's venv (it needs the ``bpy`` module for Blender's builder a
     .venv/bin/python scripts/build_extension.py --platform linux-x64  # only the Linux zip
 
 Steps:
-1. download the scipy, scikit-learn and faiss-cpu (cp311, per platform) and cma, packaging, joblib, threadpoolctl
+1. download the scipy, scikit-learn, faiss-cpu, numba and llvmlite (cp311, per platform) and cma, packaging, joblib, threadpoolctl
    (py3-none-any; the runtime dependencies of faiss and scikit-learn) wheels into ``wheels/``
    (git-ignored; already present wheels are reused, nothing is downloaded again);
 2. copy the extension's source into a staging folder ``build/staging/anim_signals`` (respecting the
@@ -50,6 +50,11 @@ THREADPOOLCTL_VERSION = "3.8.0"
 # one version everywhere keeps the index files one format. ``packaging`` is its pure-Python dependency.
 FAISS_VERSION = "1.10.0"
 PACKAGING_VERSION = "26.3"
+# numba and llvmlite (Fewest Keys' compiled segment test; optional at run time: without them the
+# numpy cascade runs, 5-8x slower). 0.61.2 has cp311 wheels on all four platforms (macOS 10.14 /
+# 11.0) and supports numpy 1.24-2.2, Blender's numpy 1.26 included.
+NUMBA_VERSION = "0.61.2"
+LLVMLITE_VERSION = "0.44.0"
 PY_VERSION = "3.11"
 ABI = "cp311"
 
@@ -86,6 +91,16 @@ FAISS_GLOBS: dict[str, str] = {
     "macos-arm64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-macosx_*_arm64.whl",
     "windows-x64": f"faiss_cpu-{FAISS_VERSION}-cp311-cp311-win_amd64.whl",
 }
+# (requirement, Blender platform -> glob) of the other compiled wheels, with faiss's platform tags
+COMPILED_WHEELS: list[tuple[str, dict[str, str]]] = [
+    (f"{name}=={version}", {
+        "linux-x64": f"{name}-{version}-cp311-cp311-*manylinux*_x86_64.whl",
+        "macos-x64": f"{name}-{version}-cp311-cp311-macosx_*_x86_64.whl",
+        "macos-arm64": f"{name}-{version}-cp311-cp311-macosx_*_arm64.whl",
+        "windows-x64": f"{name}-{version}-cp311-cp311-win_amd64.whl",
+    })
+    for name, version in (("numba", NUMBA_VERSION), ("llvmlite", LLVMLITE_VERSION))
+]
 PURE_WHEELS: list[tuple[str, str]] = [  # (requirement, glob) of the py3-none-any wheels
     (f"cma=={CMA_VERSION}", CMA_GLOB),
     (f"packaging=={PACKAGING_VERSION}", f"packaging-{PACKAGING_VERSION}-py3-none-any.whl"),
@@ -151,6 +166,8 @@ def ensure_wheels(platforms: list[str]) -> list[Path]:
     wheels += [fetch_wheel(f"scikit-learn=={SKLEARN_VERSION}", PLATFORMS[plat][0], SKLEARN_GLOBS[plat])
                for plat in platforms]
     wheels += [fetch_wheel(f"faiss-cpu=={FAISS_VERSION}", FAISS_PLATFORMS[plat], FAISS_GLOBS[plat])
+               for plat in platforms]
+    wheels += [fetch_wheel(req, FAISS_PLATFORMS[plat], globs[plat]) for req, globs in COMPILED_WHEELS
                for plat in platforms]
     wheels += [fetch_wheel(req, None, pattern) for req, pattern in PURE_WHEELS]
     return wheels

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .bspline import BezierCurve
-from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, build_segments, fit_segments, segment_feasible
+from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible
 
 __all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible"]
 
@@ -244,11 +244,11 @@ def _all_pairs(frames, values, limit, moving) -> Generator[float, None, np.ndarr
     feasible = np.zeros((moving.size, n, n), bool)
     lane = np.repeat(np.arange(moving.size), n - 1)
     start = np.tile(np.arange(n - 1), moving.size)
-    columns = values.T
+    columns = np.ascontiguousarray(values.T)
     for length in range(1, n):
         rows = np.flatnonzero(start + length <= n - 1)
         c, st = moving[lane[rows]], start[rows]
-        fit = fit_segments(build_segments(frames, columns, c, st, np.full(rows.size, length), limit[c]))
+        fit = fit_segments_of(frames, columns, c, st, np.full(rows.size, length), limit[c])
         feasible[lane[rows], st, st + length] = fit.ok
         yield 0.95 * length / max(n - 1, 1)
     return feasible
@@ -299,7 +299,7 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     samples further).
     """
     n = values.shape[0]
-    columns = values.T
+    columns = np.ascontiguousarray(values.T)
     width = moving.size
     groups = int(group_of.max()) + 1
     variants = 2 if editable else 1
@@ -322,17 +322,10 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     while searching.any():
         rows = np.flatnonzero(searching[unit_of])  # lanes
         lengths = trial[unit_of[rows]]
-        ok = np.zeros(rows.size, bool)
-        bucket = np.ceil(np.log2(np.maximum(lengths - 1, 1))).astype(int)
-        fits = np.zeros((3, rows.size))
-        for b in np.unique(bucket):
-            sel = np.flatnonzero(bucket == b)
-            r = rows[sel]
-            seg = build_segments(frames, columns, chan[r], key[unit_of[r]], lengths[sel], limit[chan[r]],
-                            pad=int(2**b), slope=slope[r])
-            found = fit_segments(seg)
-            ok[sel] = found.ok
-            fits[:, sel] = found.pair, found.c1, found.c2
+        found = fit_segments_of(frames, columns, chan[rows], key[unit_of[rows]], lengths, limit[chan[rows]],
+                                slope=slope[rows])
+        ok = found.ok
+        fits = np.stack([found.pair, found.c1, found.c2])
         tested = np.flatnonzero(searching)
         misses = np.bincount(unit_of[rows][~ok], minlength=units)
         unit_ok = misses[tested] == 0
@@ -371,8 +364,8 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
             start = key[unit]
             if length == 1:  # never tested (one step always passes): fit it now
                 lanes_t = members[unit] + (taken // groups) * width
-                one = fit_segments(build_segments(frames, columns, chan[lanes_t], np.full(lanes_t.size, start),
-                                              np.ones(lanes_t.size, int), limit[chan[lanes_t]], slope=slope[lanes_t]))
+                one = fit_segments_of(frames, columns, chan[lanes_t], np.full(lanes_t.size, start),
+                                      np.ones(lanes_t.size, int), limit[chan[lanes_t]], slope=slope[lanes_t])
                 best[:, lanes_t] = one.pair, one.c1, one.c2
             for j in members[unit]:
                 lane = j + (taken // groups) * width
@@ -410,7 +403,7 @@ def _settle(chosen: _Chosen, start: int, length: int, fit: np.ndarray) -> None:
 
 def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chosen]:
     """Handles for given keys (free at every key): each segment fitted by the cascade."""
-    columns = values.T
+    columns = np.ascontiguousarray(values.T)
     out = [_Chosen(list(map(int, keys[c])), [0] * (keys[c].size - 1), [0.0] * (keys[c].size - 1),
                    [0.0] * (keys[c].size - 1), [False] * keys[c].size) for c in moving]
     segs = [(lane, s, int(a), int(b)) for lane, c in enumerate(moving)
@@ -421,8 +414,8 @@ def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chose
     for length, group in by_length.items():
         lane = np.array([g[0] for g in group])
         start = np.array([g[2] for g in group])
-        fit = fit_segments(build_segments(frames, columns, moving[lane], start, np.full(lane.size, length),
-                                      limit[moving[lane]]))
+        fit = fit_segments_of(frames, columns, moving[lane], start, np.full(lane.size, length),
+                              limit[moving[lane]])
         for row, (ln, s_idx, _, _) in enumerate(group):
             out[ln].pair[s_idx] = int(fit.pair[row])
             out[ln].c1[s_idx] = float(fit.c1[row])

@@ -21,6 +21,8 @@ ALIGNED key, Editable Keys) leaves one inner control value free.
 from __future__ import annotations
 
 import functools
+import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +37,9 @@ __all__ = [
     "SegmentFit",
     "Segments",
     "build_segments",
+    "compiled_kernel",
     "fit_segments",
+    "fit_segments_of",
     "inverse_x",
     "segment_curve",
     "segment_feasible",
@@ -70,19 +74,28 @@ def _bernstein(t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 def inverse_x(u: np.ndarray, alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Bezier parameter t with x(t) = u for x-controls (0, alpha, 1 - beta, 1); broadcasting.
 
-    x(t) is non-decreasing for alpha, beta in [0, 1] (overlapping handles included). Bisection to ~1e-12.
+    x(t) is non-decreasing for alpha, beta in [0, 1] (overlapping handles included). Bisection to a
+    bracket of 2^-20, then Newton steps kept inside it: ~1e-15.
     """
     u, alpha, beta = np.broadcast_arrays(u, alpha, beta)
     lo, hi = np.zeros(u.shape), np.ones(u.shape)
     q1, q2 = alpha, 1.0 - beta
-    for _ in range(42):
+    for _ in range(20):
         mid = 0.5 * (lo + hi)
         s = 1.0 - mid
         x = 3.0 * s * s * mid * q1 + 3.0 * s * mid * mid * q2 + mid * mid * mid
         below = x < u
         lo = np.where(below, mid, lo)
         hi = np.where(below, hi, mid)
-    return 0.5 * (lo + hi)
+    t = 0.5 * (lo + hi)
+    for _ in range(3):
+        s = 1.0 - t
+        x = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t
+        slope = 3.0 * s * s * q1 + 6.0 * s * t * (q2 - q1) + 3.0 * t * t * (1.0 - q2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = np.where(slope > 0, (x - u) / slope, 0.0)
+        t = np.clip(t - step, lo, hi)
+    return t
 
 
 _INVERSE_SAMPLES = 4097
@@ -351,6 +364,59 @@ def build_segments(frames, columns, chan, start, length, limit, pad: int | None 
     slope = np.full(start.size, np.nan) if slope is None else np.asarray(slope, dtype=float)
     return Segments(columns[chan, start], columns[chan, end], inner, u, mask.astype(float), inv, limit, x1 - x0,
                      slope)
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel():
+    """The compiled cascade (:mod:`.segment_kernel`), or None without numba or with
+    ``ANIM_SIGNALS_KERNEL=numpy``."""
+    if os.environ.get("ANIM_SIGNALS_KERNEL", "").strip().lower() == "numpy":
+        return None
+    try:
+        from . import segment_kernel
+    except Exception:  # noqa: BLE001 - numba missing, or an install it cannot load: numpy runs instead
+        return None
+    return segment_kernel.fit_segment_batch
+
+
+# Why the compiled kernel was given up in this process (empty while it works).
+KERNEL_FAILURE: list[str] = []
+
+
+def compiled_kernel() -> bool:
+    """Whether the segment test runs compiled (numba) rather than on numpy arrays."""
+    return _kernel() is not None and not KERNEL_FAILURE
+
+
+def fit_segments_of(frames, columns, chan, start, length, limit, slope=None) -> SegmentFit:
+    """The cascade for segments given by channel (row of ``columns``), first sample and length.
+
+    Compiled when numba is there (:mod:`.segment_kernel`: no padding, segments in parallel
+    threads), else :func:`build_segments` and :func:`fit_segments` with padding to powers of two.
+    """
+    chan, start, length = (np.asarray(a, dtype=np.int64) for a in (chan, start, length))
+    limit = np.asarray(limit, dtype=float)
+    slope = np.full(chan.size, np.nan) if slope is None else np.asarray(slope, dtype=float)
+    kernel = _kernel()
+    if kernel is not None and not KERNEL_FAILURE:
+        try:
+            ok, pair, c1, c2, error = kernel(frames, columns, chan, start, length, limit, slope, HANDLE_PAIRS,
+                                             _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE)
+            return SegmentFit(ok, pair, c1, c2, error)
+        except Exception as exc:  # noqa: BLE001 - a compiler that fails here: the numpy cascade gives the same
+            KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "
+                          "running the numpy one (5-8x slower)", RuntimeWarning, stacklevel=2)
+    out = SegmentFit(np.zeros(chan.size, bool), np.zeros(chan.size, int), np.zeros(chan.size),
+                     np.zeros(chan.size), np.zeros(chan.size))
+    bucket = np.ceil(np.log2(np.maximum(length - 1, 1))).astype(int)
+    for b in np.unique(bucket):
+        sel = np.flatnonzero(bucket == b)
+        found = fit_segments(build_segments(frames, columns, chan[sel], start[sel], length[sel], limit[sel],
+                                            pad=int(2**b), slope=slope[sel]))
+        out.ok[sel], out.pair[sel], out.c1[sel], out.c2[sel], out.error[sel] = (
+            found.ok, found.pair, found.c1, found.c2, found.error)
+    return out
 
 
 def segment_feasible(

@@ -43,7 +43,7 @@ out = {"errors": []}
 import importlib.abc, importlib.machinery
 class _OnlyBundled(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name not in ("scipy", "cma", "faiss"):
+        if name not in ("scipy", "cma", "faiss", "numba", "llvmlite"):
             return None  # submodules are found through their package's __path__
         local = [p for p in sys.path if "/extensions/.local/" in p.replace(os.sep, "/")]
         spec = importlib.machinery.PathFinder.find_spec(name, local)
@@ -100,12 +100,21 @@ try:
     out["faiss"] = [faiss.__version__, faiss.__file__]
     out["faiss_search"] = index.search(numpy.array([[0.9, 0.1, 0.0]], dtype="float32"), 2)[1].tolist()
     out["numpy"] = [numpy.__version__, numpy.__file__]
+    import numba, llvmlite  # Fewest Keys' compiled segment test, from their wheels
+    out["numba"] = [numba.__version__, numba.__file__]
+    out["llvmlite"] = [llvmlite.__version__, llvmlite.__file__]
     out["site_packages"] = os.path.join(bpy.utils.user_resource("EXTENSIONS"), ".local", "lib",
                                         "python%d.%d" % sys.version_info[:2], "site-packages")
     out["extracted"] = sorted(os.listdir(out["site_packages"])) if os.path.isdir(out["site_packages"]) else []
     # The core's own fit runs on the bundled scipy/cma.
     core = sys.modules[mod_name + ".anim_signals"]
     out["core_fit_ok"] = hasattr(core, "fit_latent_spline")
+    # Fewest Keys runs the compiled segment test there (numba caches beside the installed source).
+    seg = sys.modules[mod_name + ".anim_signals.splines.segment_fit"]
+    out["compiled_kernel"] = seg.compiled_kernel()
+    x = numpy.arange(60.0)
+    few = core.fewest_keys(numpy.sin(x / 9.0), x, 1e-3)
+    out["fewest_ok"] = [bool(few.within_tolerance), int(few.n_keys)]
 
     addon_utils.disable(mod_name, default_set=True)
     out["after_disable_op_exists"] = {i: op_exists(i) for i in json.loads(sys.argv[3])}
@@ -169,9 +178,12 @@ def test_zip_contents(linux_zip: Path) -> None:
     assert any(n.startswith("wheels/cma-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
     assert any(n.startswith("wheels/scikit_learn-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
     assert any(n.startswith("wheels/faiss_cpu-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
+    for compiled in ("numba", "llvmlite"):
+        assert any(n.startswith(f"wheels/{compiled}-") and "manylinux" in n and "x86_64" in n for n in wheels), wheels
     for dep in ("joblib", "threadpoolctl", "packaging"):  # scikit-learn's and faiss's runtime dependencies
         assert any(n.startswith(f"wheels/{dep}-") and n.endswith("py3-none-any.whl") for n in wheels), wheels
-    assert len(wheels) == 7, ("only the Linux scipy, scikit-learn and faiss-cpu wheels, cma, joblib, threadpoolctl "
+    assert len(wheels) == 9, ("only the Linux scipy, scikit-learn, faiss-cpu, numba and llvmlite wheels, cma, joblib, "
+                              "threadpoolctl "
                               f"and packaging belong in the Linux zip: {wheels}")
     assert 'platforms = ["linux-x64"]' in manifest
     # Development files stay out of the package.
@@ -204,15 +216,16 @@ def test_install_zip_headless(linux_zip: Path, tmp_path: Path) -> None:
     unregistered = [c for c, ok in res["classes"].items() if not ok]
     assert not unregistered, f"classes defined but not registered: {unregistered}{log}"
     assert res["core_fit_ok"], log
+    assert res["compiled_kernel"] and res["fewest_ok"][0] and res["fewest_ok"][1] < 12, log
 
     # scipy and cma come from the wheels Blender extracted for the extension, not from the venv.
     site = os.path.realpath(res["site_packages"])
     assert os.path.realpath(str(user_dir)) in site, log
-    for mod in ("scipy", "cma", "faiss"):
+    for mod in ("scipy", "cma", "faiss", "numba", "llvmlite"):
         version, path = res[mod]
         assert os.path.realpath(path).startswith(site + os.sep), f"{mod} imported from {path}, not {site}{log}"
     assert res["scipy"][0] == re.search(r"scipy-([\d.]+)-", " ".join(_wheel_names(linux_zip))).group(1)
-    assert {"scipy", "cma", "faiss"} <= set(res["extracted"]), log
+    assert {"scipy", "cma", "faiss", "numba", "llvmlite"} <= set(res["extracted"]), log
     assert res["faiss_search"] == [[0, 1]], log  # nearest of (0.9, 0.1, 0) among the unit vectors
     # numpy is Blender's own (1.26.x), not bundled.
     assert res["numpy"][0].startswith("1.26"), log

@@ -1,0 +1,301 @@
+"""The segment test of :mod:`.segment_fit`, compiled with numba: the same cascade, point by point.
+
+:func:`.segment_fit.fit_segments` runs the cascade on padded ``(segments, pairs, points)`` arrays
+with numpy; most of its time goes to those temporaries. This module runs the identical arithmetic
+one segment at a time in machine code: the interior points (samples and midpoints) are built on
+the fly from the channel's samples, a handle pair's residual loop stops as soon as it cannot beat
+the best pair so far, and segments run in threads side by side (the kernel releases the GIL). Results equal the numpy cascade's up to
+the order of floating-point sums (``tests/core/test_segment_kernel.py`` compares the two).
+
+numba is an optional dependency (bundled in the extension's zip): importing this module raises
+ImportError without it, and :mod:`.segment_fit` falls back to numpy. ``ANIM_SIGNALS_KERNEL=numpy``
+forces the fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+from numba import njit
+
+__all__ = ["fit_segment_batch"]
+
+# Midpoint targets, as build_segments computes them (the cubic through four samples; the quadratic
+# through three at the clip's ends).
+
+
+@njit(cache=True, nogil=True)
+def _points(frames, y, a, length, lim, between, u, tgt, inv):  # pragma: no cover - compiled
+    x0 = frames[a]
+    span = frames[a + length] - x0
+    ns = length - 1
+    for j in range(ns):
+        idx = a + 1 + j
+        u[j] = (frames[idx] - x0) / span
+        tgt[j] = y[idx]
+        inv[j] = 1.0
+    if not between:
+        return ns
+    last = y.shape[0] - 1
+    for k in range(length):
+        ia = a + k
+        ib = ia + 1
+        ya = y[ia]
+        yb = y[ib]
+        before = ia - 1 if ia >= 1 else 0
+        after = ib + 1 if ib + 1 <= last else last
+        first = ia < 1
+        final = ib + 1 > last
+        if first and final:
+            target = 0.5 * (ya + yb)
+        elif first:
+            target = (3.0 * ya + 6.0 * yb - y[after]) / 8.0
+        elif final:
+            target = (6.0 * ya + 3.0 * yb - y[before]) / 8.0
+        else:
+            target = (9.0 * (ya + yb) - y[before] - y[after]) / 16.0
+        spread = 0.25 * abs(yb - ya) + abs(target - 0.5 * (ya + yb))
+        p = ns + k
+        u[p] = (0.5 * (frames[ia] + frames[ib]) - x0) / span
+        tgt[p] = target
+        inv[p] = 1.0 / (1.0 + spread / lim)
+    return ns + length
+
+
+@njit(cache=True, nogil=True)
+def _basis(g, u, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compiled
+    """Bernstein values b1, b2 and the target minus the keys' part r0 at each point, for pair g."""
+    samples = table.shape[1]
+    for j in range(npts):
+        uj = u[j]
+        if g == 0:
+            t = uj
+        else:
+            pos = min(max(uj, 0.0), 1.0) * (samples - 1)
+            k = min(int(pos), samples - 2)
+            frac = pos - k
+            t = table[g, k] * (1.0 - frac) + table[g, k + 1] * frac
+        s = 1.0 - t
+        st = 3.0 * s * t
+        b1[j] = st * s
+        b2[j] = st * t
+        r0[j] = -(s * s * s) * y0 - (t * t * t) * y1  # the target is added by the caller
+
+
+@njit(cache=True, nogil=True)
+def _solve(npts, b1, b2, r0, inv, weights, use_weights, alpha, beta, y0, y1, c1_fixed, fixed, ridge):  # pragma: no cover
+    """Weighted least-squares inner control values (c1, c2), with the tiny ridge of segment_fit."""
+    g11 = 0.0
+    g12 = 0.0
+    g22 = 0.0
+    r1 = 0.0
+    r2 = 0.0
+    for j in range(npts):
+        w = inv[j] * inv[j]
+        if use_weights:
+            w = weights[j] * w
+        wb1 = w * b1[j]
+        wb2 = w * b2[j]
+        g11 += wb1 * b1[j]
+        g12 += wb1 * b2[j]
+        g22 += wb2 * b2[j]
+        r1 += wb1 * r0[j]
+        r2 += wb2 * r0[j]
+    lin1 = y0 + alpha * (y1 - y0)
+    lin2 = y0 + (1.0 - beta) * (y1 - y0)
+    lam = ridge * (g11 + g22 + 1e-300)
+    r2 = r2 + lam * lin2
+    if fixed:
+        return c1_fixed, (r2 - c1_fixed * g12) / (g22 + lam)
+    a11 = g11 + lam
+    a22 = g22 + lam
+    rr1 = r1 + lam * lin1
+    det = a11 * a22 - g12 * g12
+    if not abs(det) > 1e-300:
+        det = 1e-300
+    return (a22 * rr1 - g12 * r2) / det, (a11 * r2 - g12 * rr1) / det
+
+
+@njit(cache=True, nogil=True)
+def _max_error(npts, b1, b2, r0, inv, c1, c2, bound):  # pragma: no cover - compiled
+    """Max |residual| in allowances; stops once it reaches ``bound`` (the result is then >= bound)."""
+    worst = 0.0
+    for j in range(npts):
+        e = abs((r0[j] - b1[j] * c1 - b2[j] * c2) * inv[j])
+        if e > worst:
+            worst = e
+            if worst >= bound:
+                return worst
+    return worst
+
+
+@njit(cache=True, nogil=True)
+def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_iterations, ridge,
+                 u, tgt, inv, b1, b2, r0, weights, res):  # pragma: no cover - compiled
+    """The cascade for one segment: (ok, pair, c1, c2, error)."""
+    b = a + length
+    y0 = y[a]
+    y1 = y[b]
+    span = frames[b] - frames[a]
+    fixed = np.isfinite(sl)
+    npts = _points(frames, y, a, length, lim, between, u, tgt, inv)
+    if npts == 0:
+        c1 = y0 + (y1 - y0) / 3.0
+        if fixed:
+            c1 = y0 + (1.0 / 3.0) * (span * sl)
+        return True, 0, c1, y0 + 2.0 * (y1 - y0) / 3.0, 0.0
+    n_pairs = ab.shape[0]
+
+    # 1. thirds
+    _basis(0, u, npts, y0, y1, table, b1, b2, r0)
+    for j in range(npts):
+        r0[j] += tgt[j]
+    c1_fixed = y0 + ab[0, 0] * (span * sl) if fixed else 0.0
+    c1, c2 = _solve(npts, b1, b2, r0, inv, weights, False, ab[0, 0], ab[0, 1], y0, y1, c1_fixed, fixed, ridge)
+    err = _max_error(npts, b1, b2, r0, inv, c1, c2, np.inf)
+    best_pair = 0
+    if err <= lim or n_pairs == 1:
+        return err <= lim, 0, c1, c2, err
+
+    # 2. the table of handle pairs: the least max error (the first on ties), pruned once a pair
+    #    cannot beat the best so far
+    table_err = np.inf
+    table_pair = 1
+    table_c1 = 0.0
+    table_c2 = 0.0
+    for g in range(1, n_pairs):
+        _basis(g, u, npts, y0, y1, table, b1, b2, r0)
+        for j in range(npts):
+            r0[j] += tgt[j]
+        cf = y0 + ab[g, 0] * (span * sl) if fixed else 0.0
+        g1, g2 = _solve(npts, b1, b2, r0, inv, weights, False, ab[g, 0], ab[g, 1], y0, y1, cf, fixed, ridge)
+        e = _max_error(npts, b1, b2, r0, inv, g1, g2, table_err)
+        if e < table_err:
+            table_err, table_pair, table_c1, table_c2 = e, g, g1, g2
+    if table_err < err:
+        err, best_pair, c1, c2 = table_err, table_pair, table_c1, table_c2
+    if err <= lim or lawson_iterations == 0:
+        return err <= lim, best_pair, c1, c2, err
+    # Least squares has the smallest RMS and minimax's RMS is at most its max: the table's best
+    # pair with an RMS above the limit rules Lawson out.
+    _basis(table_pair, u, npts, y0, y1, table, b1, b2, r0)
+    total = 0.0
+    for j in range(npts):
+        r0[j] += tgt[j]
+        e = (r0[j] - b1[j] * table_c1 - b2[j] * table_c2) * inv[j]
+        total += e * e
+    if not np.sqrt(total / npts) <= lim:
+        return False, best_pair, c1, c2, err
+
+    # 3. Lawson on the best pair: w <- w |r|, towards the minimax solution
+    _basis(best_pair, u, npts, y0, y1, table, b1, b2, r0)
+    for j in range(npts):
+        r0[j] += tgt[j]
+        weights[j] = 1.0
+    alpha = ab[best_pair, 0]
+    cf = y0 + alpha * (span * sl) if fixed else 0.0
+    for _ in range(lawson_iterations):
+        l1, l2 = _solve(npts, b1, b2, r0, inv, weights, True, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge)
+        worst = 0.0
+        top = 0.0
+        bottom = 0.0
+        for j in range(npts):
+            e = (r0[j] - b1[j] * l1 - b2[j] * l2) * inv[j]
+            res[j] = e
+            if abs(e) > worst:
+                worst = abs(e)
+            top += weights[j] * e * e
+            bottom += weights[j]
+        if worst < err:
+            err, c1, c2 = worst, l1, l2
+        # the weighted RMS is at most the minimax error: past the limit, the pair is given up
+        if not (worst > lim and np.sqrt(top / bottom) <= lim):
+            break
+        biggest = 0.0
+        for j in range(npts):
+            weights[j] = weights[j] * abs(res[j]) + 1e-300
+            if weights[j] > biggest:
+                biggest = weights[j]
+        for j in range(npts):
+            weights[j] /= biggest
+    return err <= lim, best_pair, c1, c2, err
+
+
+@njit(cache=True, nogil=True)
+def _batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations, ridge,
+           first, stop, ok, pair, c1, c2, error):  # pragma: no cover - compiled
+    """Segments first .. stop - 1, one after another (without the GIL: threads run blocks side by side)."""
+    most = 1
+    for s in range(first, stop):
+        if length[s] > most:
+            most = length[s]
+    size = 2 * most + 1
+    u = np.empty(size)
+    tgt = np.empty(size)
+    inv = np.empty(size)
+    b1 = np.empty(size)
+    b2 = np.empty(size)
+    r0 = np.empty(size)
+    weights = np.empty(size)
+    res = np.empty(size)
+    for s in range(first, stop):
+        o, p, v1, v2, e = _one_segment(frames, columns[chan[s]], start[s], length[s], limit[s], slope[s], ab,
+                                       table, between, lawson_iterations, ridge, u, tgt, inv, b1, b2, r0, weights,
+                                       res)
+        ok[s] = o
+        pair[s] = p
+        c1[s] = v1
+        c2[s] = v2
+        error[s] = e
+
+
+# Segments are split over this many threads (numba's own parallel layer is avoided: its default
+# work queue aborts the process when two Python threads, a Dask worker's for example, launch
+# parallel kernels at once).
+THREADS = max(1, min(4, os.cpu_count() or 1))
+# Fewer segments than this run in the calling thread.
+_SPLIT_MIN = 16
+
+
+@functools.lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="anim_signals_segments")
+
+
+def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
+                      ridge):
+    """Run the cascade on n segments: channel ``chan`` (row of ``columns``, C-contiguous), first sample
+    ``start``, ``length`` samples, accepted error ``limit``, fixed first slope ``slope`` (NaN: free).
+
+    Returns ``(ok, pair, c1, c2, error)``, each shape (n,).
+    """
+    n = int(np.size(chan))
+    ok = np.zeros(n, np.bool_)
+    pair = np.zeros(n, np.int64)
+    c1 = np.zeros(n)
+    c2 = np.zeros(n)
+    error = np.zeros(n)
+    if not n:
+        return ok, pair, c1, c2, error
+    args = (np.ascontiguousarray(frames, dtype=np.float64), np.ascontiguousarray(columns, dtype=np.float64),
+            np.ascontiguousarray(chan, dtype=np.int64), np.ascontiguousarray(start, dtype=np.int64),
+            np.ascontiguousarray(length, dtype=np.int64), np.ascontiguousarray(limit, dtype=np.float64),
+            np.ascontiguousarray(slope, dtype=np.float64), np.ascontiguousarray(ab, dtype=np.float64),
+            np.ascontiguousarray(table, dtype=np.float64), bool(between), int(lawson_iterations), float(ridge))
+    outputs = (ok, pair, c1, c2, error)
+    parts = 1 if n < _SPLIT_MIN or THREADS == 1 else THREADS
+    if parts == 1:
+        _batch(*args, 0, n, *outputs)
+        return outputs
+    # Blocks of equal work: split where the running sum of lengths crosses each share.
+    cost = np.cumsum(np.asarray(args[4], dtype=float))
+    edges = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts)
+    bounds = np.concatenate([[0], np.clip(edges, 0, n), [n]]).astype(int)
+    jobs = [_pool().submit(_batch, *args, int(a), int(b), *outputs)
+            for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    for job in jobs:
+        job.result()
+    return outputs

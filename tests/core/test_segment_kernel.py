@@ -1,0 +1,158 @@
+"""The compiled segment test (numba) against the numpy cascade it mirrors, and Fewest Keys on both."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="numba is not installed: the numpy cascade runs instead (tested elsewhere)")
+
+from anim_signals.splines import key_reduction as fk  # noqa: E402
+from anim_signals.splines import segment_fit, segment_kernel  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def numpy_only(monkeypatch):
+    monkeypatch.setattr(segment_fit, "_kernel", lambda: None)
+
+
+def clip(seed, n=160, m=6):
+    rng = np.random.default_rng(seed)
+    frames = np.arange(n, dtype=float)
+    t = frames[:, None] / n
+    values = (np.sin(2 * np.pi * t * rng.uniform(0.5, 4, m) + rng.uniform(0, 6, m)) * rng.uniform(0.2, 3, m)
+              + 0.02 * np.cumsum(rng.normal(size=(n, m)), axis=0))
+    values[n // 2:, 0] += 0.8  # a step: corners and long-failing segments
+    return frames, values
+
+
+def random_segments(seed, frames, values, count=400):
+    rng = np.random.default_rng(seed)
+    n, m = values.shape
+    length = rng.integers(1, 60, count)
+    start = np.array([rng.integers(0, n - 1 - min(L, n - 2) + 1) for L in length])
+    length = np.minimum(length, n - 1 - start)
+    start[:10] = 0  # segments touching the clip's first and last samples (the one-sided midpoints)
+    start[10:20] = n - 1 - length[10:20]
+    chan = rng.integers(0, m, count)
+    limit = rng.uniform(0.002, 0.2, count)
+    slope = np.where(rng.random(count) < 0.4, rng.normal(0, 0.05, count), np.nan)
+    return chan, start, length, limit, slope
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kernel_gives_the_numpy_cascade_result(seed, monkeypatch):
+    frames, values = clip(seed)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, limit, slope = random_segments(seed, frames, values)
+    compiled = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+    numpy_only(monkeypatch)
+    reference = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+    # Both stages ran: some segments pass at thirds, some need the table or Lawson, some fail.
+    assert 0.1 < compiled.ok.mean() < 0.9
+    assert np.any(compiled.pair > 0)
+    near = np.abs(reference.error - limit) <= 1e-7 * limit
+    np.testing.assert_array_equal(compiled.ok[~near], reference.ok[~near])
+    np.testing.assert_allclose(compiled.error, reference.error, rtol=1e-7, atol=1e-12)
+    same_pair = compiled.pair == reference.pair
+    assert same_pair.mean() > 0.98
+    np.testing.assert_allclose(compiled.c1[same_pair], reference.c1[same_pair], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(compiled.c2[same_pair], reference.c2[same_pair], rtol=1e-6, atol=1e-9)
+
+
+def test_kernel_handles_are_what_it_measured():
+    # Independent of both cascades: the curve built from the kernel's pair and inner values,
+    # evaluated the way Blender does, misses the samples by the error it reported.
+    frames, values = clip(7)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, limit, _ = random_segments(7, frames, values, count=60)
+    fit = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit)
+    for row in range(chan.size):
+        a, b = start[row], start[row] + length[row]
+        curve = segment_fit.segment_curve(frames[a], frames[b], values[a, chan[row]], values[b, chan[row]], fit, row)
+        inside = slice(a + 1, b)
+        worst = np.abs(curve.evaluate(frames[inside]) - values[inside, chan[row]]).max(initial=0.0)
+        # (the kernel's Bezier parameters come from a table, ~1e-8 off the exact x(t) = frame solve)
+        assert worst <= fit.error[row] * (1 + 1e-5) + 1e-9  # the samples' error (midpoints count too)
+        if fit.ok[row]:
+            assert worst <= limit[row] * (1 + 1e-5)
+
+
+@pytest.mark.parametrize("handles,groups", [("FREE", None), ("EDITABLE", None), ("FREE", [0, 0, 1, 1, 2, 2])])
+def test_fewest_keys_are_the_same_compiled_or_not(handles, groups, monkeypatch):
+    frames, values = clip(3, n=220)
+    tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
+    compiled = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
+    numpy_only(monkeypatch)
+    reference = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
+    assert compiled.within_tolerance and reference.within_tolerance
+    for a, b in zip(compiled.key_indices, reference.key_indices):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(compiled.max_abs_error, reference.max_abs_error, rtol=1e-6, atol=1e-9)
+
+
+def test_threads_give_bitwise_the_same_result(monkeypatch):
+    frames, values = clip(5)
+    columns = np.ascontiguousarray(values.T)
+    args = random_segments(5, frames, values, count=300)
+    monkeypatch.setattr(segment_kernel, "THREADS", 1)
+    one = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4])
+    monkeypatch.setattr(segment_kernel, "THREADS", 3)
+    three = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4])
+    for a, b in zip((one.ok, one.pair, one.c1, one.c2, one.error), (three.ok, three.pair, three.c1, three.c2, three.error)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_two_python_threads_at_once():
+    # A Dask worker runs tasks in threads: two fits at the same time must both finish, and equal
+    # the fit run alone.
+    frames, values = clip(9, n=300)
+    alone = fk.fewest_keys(values, frames, 0.01)
+    results: list = [None, None]
+
+    def work(i):
+        results[i] = fk.fewest_keys(values, frames, 0.01)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        assert r is not None
+        for a, b in zip(r.key_indices, alone.key_indices):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_environment_variable_forces_numpy():
+    code = "from anim_signals.splines import segment_fit as s; print(s.compiled_kernel())"
+    env = dict(os.environ, ANIM_SIGNALS_KERNEL="numpy")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    env.pop("ANIM_SIGNALS_KERNEL")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no compiler here")
+
+    monkeypatch.setattr(segment_fit, "_kernel", lambda: broken)
+    monkeypatch.setattr(segment_fit, "KERNEL_FAILURE", [])
+    frames, values = clip(2, n=120)
+    with pytest.warns(RuntimeWarning, match="no compiler here"):
+        fit = fk.fewest_keys(values, frames, 0.01)
+    assert fit.within_tolerance
+    assert not segment_fit.compiled_kernel()
+    monkeypatch.undo()
+    reference = fk.fewest_keys(values, frames, 0.01)
+    for a, b in zip(fit.key_indices, reference.key_indices):
+        np.testing.assert_array_equal(a, b)
