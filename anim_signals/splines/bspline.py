@@ -653,15 +653,28 @@ class BezierCurve:
             fac2 = np.where(len2 > h, h / np.maximum(len2, 1e-300), 1.0)[:, None]
             p1 = p0 + (p1 - p0) * fac1
             p2 = p3 + (p2 - p3) * fac2
-            q1, q2 = p1[:, 0], p2[:, 0]
-            lo, hi = np.zeros_like(t), np.ones_like(t)
-            for _ in range(30):
-                mid = 0.5 * (lo + hi)
-                u = 1 - mid
-                xt = u**3 * p0[:, 0] + 3 * u * u * mid * q1 + 3 * u * mid * mid * q2 + mid**3 * p3[:, 0]
-                below = xt < frames
-                lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
-            t = np.where(thirds, t, 0.5 * (lo + hi))
+            # x(t) - frame as a polynomial in t, relative to the segment's first key (small
+            # coefficients), solved by bisection only where the handles are not at thirds
+            solve = np.flatnonzero(~thirds)
+            q1, q2, x3 = (p1[solve, 0] - x0[solve]), (p2[solve, 0] - x0[solve]), h[solve]
+            a, b, c = x3 + 3.0 * (q1 - q2), 3.0 * (q2 - 2.0 * q1), 3.0 * q1
+            d = x0[solve] - frames[solve]
+            lo, hi = np.zeros(solve.size), np.ones(solve.size)
+            mid = np.empty(solve.size)
+            below = np.empty(solve.size, dtype=bool)
+            for _ in range(12):
+                np.add(lo, hi, out=mid)
+                mid *= 0.5
+                np.less(((a * mid + b) * mid + c) * mid + d, 0.0, out=below)
+                np.copyto(lo, mid, where=below)
+                np.copyto(hi, mid, where=~below)
+            # then Newton inside the bracket (x(t) is monotone there): 2^-12 -> ~1e-13 in 3 steps
+            root = 0.5 * (lo + hi)
+            for _ in range(3):
+                slope = (3.0 * a * root + 2.0 * b) * root + c
+                step = (((a * root + b) * root + c) * root + d) / np.where(slope > 0.0, slope, np.inf)
+                root = np.clip(root - step, lo, hi)
+            t[solve] = root
         y = (
             (1 - t) ** 3 * p0[:, 1]
             + 3 * (1 - t) ** 2 * t * p1[:, 1]

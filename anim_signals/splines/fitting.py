@@ -285,8 +285,10 @@ def _fit_run(
     return curves
 
 
-def _summary(curves: list[BezierCurve], mode: str, values: np.ndarray, frames: np.ndarray, tol: np.ndarray) -> ChannelsFit:
-    approx = np.column_stack([c.evaluate(frames) for c in curves])
+def _summary(curves: list[BezierCurve], mode: str, values: np.ndarray, frames: np.ndarray, tol: np.ndarray,
+             approx: np.ndarray | None = None) -> ChannelsFit:
+    if approx is None:
+        approx = np.column_stack([c.evaluate(frames) for c in curves])
     err = approx - values
     max_abs = np.abs(err).max(axis=0)
     return ChannelsFit(
@@ -379,7 +381,8 @@ def _iter_fit(
         for j, curve in enumerate(found.curves):
             for part in (curve.co, curve.handle_left, curve.handle_right):
                 finite_result(f"the keys of channel {j}", part)
-        return _summary(found.curves, mode, values, frames, tol)
+        # (the curves as Blender stores them were evaluated at every frame by the final check)
+        return _summary(found.curves, mode, values, frames, tol, approx=found.fitted_values)
     snap = snap_grid(frames, tau) if snap_to_frames else None
     moving = np.flatnonzero(~_constant_channels(values, tol))
     modes = ["LATENT", "PER_CHANNEL"] if mode == "AUTO" else [mode]

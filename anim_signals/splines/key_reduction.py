@@ -74,6 +74,8 @@ class FewestKeys:
         Segments that missed in the final check and were keyed on every sample.
     corners : int
         With editable handles: keys left with broken (FREE) handles.
+    fitted_values : ndarray, shape (N, M), optional
+        Every channel at every sample frame, as Blender evaluates the float32 keys.
     """
 
     curves: list[BezierCurve]
@@ -82,6 +84,7 @@ class FewestKeys:
     within_tolerance: bool
     repaired_segments: int = 0
     corners: int = 0
+    fitted_values: np.ndarray | None = None
 
     @property
     def n_keys(self) -> int:
@@ -165,9 +168,9 @@ def iter_fewest_keys(
     keys = [np.asarray(chosen[list(moving).index(c)].keys) if c in moving and n > 1 else np.array([0])
             for c in range(m)]
     corners = sum(int(np.count_nonzero(ch.broken)) for ch in chosen)
-    curves, repaired, errors = _check_and_repair(frames, values, tol, curves, keys)
+    curves, repaired, errors, fitted = _check_and_repair(frames, values, tol, curves, keys)
     yield 1.0
-    return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners)
+    return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners, fitted)
 
 
 def fewest_keys(
@@ -331,7 +334,9 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
         unit_ok = misses[tested] == 0
         lengths_u = trial[tested]
         passed = tested[unit_ok]
-        lane_pass = np.isin(unit_of[rows], passed)
+        unit_passed = np.zeros(units, bool)
+        unit_passed[passed] = True
+        lane_pass = unit_passed[unit_of[rows]]
         best[:, rows[lane_pass]] = fits[:, lane_pass]
         probe = probing[tested]
         lo[passed] = lengths_u[unit_ok]
@@ -457,12 +462,15 @@ def _as_stored(curve: BezierCurve) -> BezierCurve:
 def _check_and_repair(frames, values, tol, curves, keys):
     """Key every sample of a segment that misses under Blender's evaluation of the float32 keys.
 
-    Returns the curves, the number of segments repaired and each channel's max error."""
+    Returns the curves, the number of segments repaired, each channel's max error and the curves'
+    values at the frames (N, M)."""
     repaired = 0
     out = list(curves)
     errors = np.zeros(len(curves))
+    fitted = np.empty((frames.size, len(curves)))
     for ch, curve in enumerate(curves):
-        err = np.abs(_as_stored(curve).evaluate(frames) - values[:, ch])
+        fitted[:, ch] = _as_stored(curve).evaluate(frames)
+        err = np.abs(fitted[:, ch] - values[:, ch])
         errors[ch] = err.max()
         if errors[ch] <= tol[ch]:
             continue
@@ -477,32 +485,28 @@ def _check_and_repair(frames, values, tol, curves, keys):
             new_keys = set(range(frames.size))
         keys[ch] = np.array(sorted(new_keys))
         out[ch] = _linear_where_dense(frames, values[:, ch], keys[ch], curve)
-        errors[ch] = np.abs(_as_stored(out[ch]).evaluate(frames) - values[:, ch]).max()
-    return out, repaired, errors
+        fitted[:, ch] = _as_stored(out[ch]).evaluate(frames)
+        errors[ch] = np.abs(fitted[:, ch] - values[:, ch]).max()
+    return out, repaired, errors, fitted
 
 
 def _linear_where_dense(frames, y, k, old: BezierCurve) -> BezierCurve:
     """Keys k with straight-line handles on one-sample segments, the old handles elsewhere."""
     co = np.column_stack([frames[k], y[k]])
+    n = k.size
     old_frames = old.co[:, 0]
+    # where each new key sits among the old keys (-1: not an old key)
+    pos = np.clip(np.searchsorted(old_frames, co[:, 0] - 1e-9 * (1.0 + np.abs(co[:, 0]))), 0, old.n_keys - 1)
+    pos = np.where(np.isclose(old_frames[pos], co[:, 0]), pos, -1)
     left = np.empty_like(co)
     right = np.empty_like(co)
-    for idx in range(k.size):
-        nxt = idx + 1 < k.size
-        prv = idx > 0
-        pos = np.flatnonzero(np.isclose(old_frames, co[idx, 0]))
-        if nxt:
-            if pos.size and pos[0] + 1 < old.n_keys and np.isclose(old_frames[pos[0] + 1], co[idx + 1, 0]):
-                right[idx] = old.handle_right[pos[0]]
-            else:
-                right[idx] = co[idx] + (co[idx + 1] - co[idx]) / 3.0
-        if prv:
-            if pos.size and pos[0] > 0 and np.isclose(old_frames[pos[0] - 1], co[idx - 1, 0]):
-                left[idx] = old.handle_left[pos[0]]
-            else:
-                left[idx] = co[idx] - (co[idx] - co[idx - 1]) / 3.0
-        if not nxt:
-            right[idx] = 2 * co[idx] - left[idx]
-        if not prv:
-            left[idx] = 2 * co[idx] - right[idx]
-    return BezierCurve(co, left, right, np.full(k.size, "FREE"))
+    if n > 1:
+        # a segment between two keys that were neighbours in the old curve keeps its handles
+        kept = (pos[:-1] >= 0) & (pos[1:] == pos[:-1] + 1)
+        right[:-1] = np.where(kept[:, None], old.handle_right[np.maximum(pos[:-1], 0)], co[:-1] + (co[1:] - co[:-1]) / 3.0)
+        left[1:] = np.where(kept[:, None], old.handle_left[np.maximum(pos[1:], 0)], co[1:] - (co[1:] - co[:-1]) / 3.0)
+        right[-1] = 2 * co[-1] - left[-1]
+        left[0] = 2 * co[0] - right[0]
+    else:
+        left[0], right[0] = co[0] - [1.0, 0.0], co[0] + [1.0, 0.0]
+    return BezierCurve(co, left, right, np.full(n, "FREE"))

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from numba import njit
+from numba.core import config as numba_config
 
 __all__ = ["fit_segment_batch"]
 
@@ -27,7 +30,6 @@ __all__ = ["fit_segment_batch"]
 # through three at the clip's ends).
 
 
-@njit(cache=True, nogil=True)
 def _points(frames, y, a, length, lim, between, u, tgt, inv):  # pragma: no cover - compiled
     x0 = frames[a]
     span = frames[a + length] - x0
@@ -65,10 +67,15 @@ def _points(frames, y, a, length, lim, between, u, tgt, inv):  # pragma: no cove
     return ns + length
 
 
-@njit(cache=True, nogil=True)
-def _basis(g, u, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compiled
-    """Bernstein values b1, b2 and the target minus the keys' part r0 at each point, for pair g."""
+def _basis(g, u, tgt, inv, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compiled
+    """For handle pair g: the Bernstein values b1, b2 and the target minus the keys' part r0 at each
+    point, and in the same pass the least-squares sums (g11, g12, g22, r1, r2), weighted 1 / allowance^2."""
     samples = table.shape[1]
+    g11 = 0.0
+    g12 = 0.0
+    g22 = 0.0
+    r1 = 0.0
+    r2 = 0.0
     for j in range(npts):
         uj = u[j]
         if g == 0:
@@ -80,23 +87,32 @@ def _basis(g, u, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compile
             t = table[g, k] * (1.0 - frac) + table[g, k + 1] * frac
         s = 1.0 - t
         st = 3.0 * s * t
-        b1[j] = st * s
-        b2[j] = st * t
-        r0[j] = -(s * s * s) * y0 - (t * t * t) * y1  # the target is added by the caller
+        v1 = st * s
+        v2 = st * t
+        v0 = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
+        b1[j] = v1
+        b2[j] = v2
+        r0[j] = v0
+        w = inv[j] * inv[j]
+        wb1 = w * v1
+        wb2 = w * v2
+        g11 += wb1 * v1
+        g12 += wb1 * v2
+        g22 += wb2 * v2
+        r1 += wb1 * v0
+        r2 += wb2 * v0
+    return g11, g12, g22, r1, r2
 
 
-@njit(cache=True, nogil=True)
-def _solve(npts, b1, b2, r0, inv, weights, use_weights, alpha, beta, y0, y1, c1_fixed, fixed, ridge):  # pragma: no cover
-    """Weighted least-squares inner control values (c1, c2), with the tiny ridge of segment_fit."""
+def _gram(npts, b1, b2, r0, inv, weights):  # pragma: no cover - compiled
+    """The least-squares sums with Lawson's weights on top of 1 / allowance^2."""
     g11 = 0.0
     g12 = 0.0
     g22 = 0.0
     r1 = 0.0
     r2 = 0.0
     for j in range(npts):
-        w = inv[j] * inv[j]
-        if use_weights:
-            w = weights[j] * w
+        w = weights[j] * (inv[j] * inv[j])
         wb1 = w * b1[j]
         wb2 = w * b2[j]
         g11 += wb1 * b1[j]
@@ -104,6 +120,11 @@ def _solve(npts, b1, b2, r0, inv, weights, use_weights, alpha, beta, y0, y1, c1_
         g22 += wb2 * b2[j]
         r1 += wb1 * r0[j]
         r2 += wb2 * r0[j]
+    return g11, g12, g22, r1, r2
+
+
+def _coefficients(g11, g12, g22, r1, r2, alpha, beta, y0, y1, c1_fixed, fixed, ridge):  # pragma: no cover
+    """Inner control values (c1, c2) from the sums, with segment_fit's tiny ridge towards the line."""
     lin1 = y0 + alpha * (y1 - y0)
     lin2 = y0 + (1.0 - beta) * (y1 - y0)
     lam = ridge * (g11 + g22 + 1e-300)
@@ -119,7 +140,6 @@ def _solve(npts, b1, b2, r0, inv, weights, use_weights, alpha, beta, y0, y1, c1_
     return (a22 * rr1 - g12 * r2) / det, (a11 * r2 - g12 * rr1) / det
 
 
-@njit(cache=True, nogil=True)
 def _max_error(npts, b1, b2, r0, inv, c1, c2, bound):  # pragma: no cover - compiled
     """Max |residual| in allowances; stops once it reaches ``bound`` (the result is then >= bound)."""
     worst = 0.0
@@ -132,7 +152,6 @@ def _max_error(npts, b1, b2, r0, inv, c1, c2, bound):  # pragma: no cover - comp
     return worst
 
 
-@njit(cache=True, nogil=True)
 def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_iterations, ridge,
                  u, tgt, inv, b1, b2, r0, weights, res):  # pragma: no cover - compiled
     """The cascade for one segment: (ok, pair, c1, c2, error)."""
@@ -150,11 +169,9 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     n_pairs = ab.shape[0]
 
     # 1. thirds
-    _basis(0, u, npts, y0, y1, table, b1, b2, r0)
-    for j in range(npts):
-        r0[j] += tgt[j]
+    g11, g12, g22, r1, r2 = _basis(0, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
     c1_fixed = y0 + ab[0, 0] * (span * sl) if fixed else 0.0
-    c1, c2 = _solve(npts, b1, b2, r0, inv, weights, False, ab[0, 0], ab[0, 1], y0, y1, c1_fixed, fixed, ridge)
+    c1, c2 = _coefficients(g11, g12, g22, r1, r2, ab[0, 0], ab[0, 1], y0, y1, c1_fixed, fixed, ridge)
     err = _max_error(npts, b1, b2, r0, inv, c1, c2, np.inf)
     best_pair = 0
     if err <= lim or n_pairs == 1:
@@ -167,11 +184,9 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     table_c1 = 0.0
     table_c2 = 0.0
     for g in range(1, n_pairs):
-        _basis(g, u, npts, y0, y1, table, b1, b2, r0)
-        for j in range(npts):
-            r0[j] += tgt[j]
+        g11, g12, g22, r1, r2 = _basis(g, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
         cf = y0 + ab[g, 0] * (span * sl) if fixed else 0.0
-        g1, g2 = _solve(npts, b1, b2, r0, inv, weights, False, ab[g, 0], ab[g, 1], y0, y1, cf, fixed, ridge)
+        g1, g2 = _coefficients(g11, g12, g22, r1, r2, ab[g, 0], ab[g, 1], y0, y1, cf, fixed, ridge)
         e = _max_error(npts, b1, b2, r0, inv, g1, g2, table_err)
         if e < table_err:
             table_err, table_pair, table_c1, table_c2 = e, g, g1, g2
@@ -181,24 +196,23 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
         return err <= lim, best_pair, c1, c2, err
     # Least squares has the smallest RMS and minimax's RMS is at most its max: the table's best
     # pair with an RMS above the limit rules Lawson out.
-    _basis(table_pair, u, npts, y0, y1, table, b1, b2, r0)
+    _basis(table_pair, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
     total = 0.0
     for j in range(npts):
-        r0[j] += tgt[j]
         e = (r0[j] - b1[j] * table_c1 - b2[j] * table_c2) * inv[j]
         total += e * e
     if not np.sqrt(total / npts) <= lim:
         return False, best_pair, c1, c2, err
 
     # 3. Lawson on the best pair: w <- w |r|, towards the minimax solution
-    _basis(best_pair, u, npts, y0, y1, table, b1, b2, r0)
+    _basis(best_pair, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
     for j in range(npts):
-        r0[j] += tgt[j]
         weights[j] = 1.0
     alpha = ab[best_pair, 0]
     cf = y0 + alpha * (span * sl) if fixed else 0.0
     for _ in range(lawson_iterations):
-        l1, l2 = _solve(npts, b1, b2, r0, inv, weights, True, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge)
+        g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights)
+        l1, l2 = _coefficients(g11, g12, g22, r1, r2, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge)
         worst = 0.0
         top = 0.0
         bottom = 0.0
@@ -224,12 +238,12 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     return err <= lim, best_pair, c1, c2, err
 
 
-@njit(cache=True, nogil=True)
 def _batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations, ridge,
-           first, stop, ok, pair, c1, c2, error):  # pragma: no cover - compiled
-    """Segments first .. stop - 1, one after another (without the GIL: threads run blocks side by side)."""
+           first, step, ok, pair, c1, c2, error):  # pragma: no cover - compiled
+    """Segments first, first + step, ... one after another (without the GIL: threads run them side by side)."""
+    stop = chan.shape[0]
     most = 1
-    for s in range(first, stop):
+    for s in range(first, stop, step):
         if length[s] > most:
             most = length[s]
     size = 2 * most + 1
@@ -241,7 +255,7 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
     r0 = np.empty(size)
     weights = np.empty(size)
     res = np.empty(size)
-    for s in range(first, stop):
+    for s in range(first, stop, step):
         o, p, v1, v2, e = _one_segment(frames, columns[chan[s]], start[s], length[s], limit[s], slope[s], ab,
                                        table, between, lawson_iterations, ridge, u, tgt, inv, b1, b2, r0, weights,
                                        res)
@@ -251,6 +265,41 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
         c2[s] = v2
         error[s] = e
 
+
+def _cache_dir() -> str:
+    """Where numba keeps the compiled functions: one folder per name this module was imported under.
+
+    numba's cache records the module's import name, and the same source is imported as
+    ``anim_signals`` (scripts, tests, pipelines) and as ``bl_ext.<repository>.anim_signals...`` (in
+    Blender): a cache written under one name cannot be loaded under the other. Beside the source when
+    writable, else in the temporary folder; "" (numba's own choice) when neither is.
+    """
+    tag = __name__.replace(".", "_")
+    for base in (Path(__file__).resolve().parent / "__pycache__", Path(tempfile.gettempdir()) / "anim_signals_numba"):
+        folder = base / f"numba-{tag}"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError:
+            continue
+        return str(folder)
+    return ""
+
+
+def _compile_lazily() -> None:
+    """Make the kernel's functions numba dispatchers (compiled at first call, cached on disk)."""
+    previous = numba_config.CACHE_DIR
+    numba_config.CACHE_DIR = _cache_dir() or previous
+    try:
+        namespace = globals()
+        for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_one_segment", "_batch"):
+            namespace[name] = njit(cache=True, nogil=True)(namespace[name])
+    finally:
+        numba_config.CACHE_DIR = previous
+
+
+_compile_lazily()
 
 # Segments are split over this many threads (numba's own parallel layer is avoided: its default
 # work queue aborts the process when two Python threads, a Dask worker's for example, launch
@@ -262,7 +311,7 @@ _SPLIT_MIN = 16
 
 @functools.lru_cache(maxsize=1)
 def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="anim_signals_segments")
+    return ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="anim_signals_segments")
 
 
 def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
@@ -288,14 +337,12 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
     outputs = (ok, pair, c1, c2, error)
     parts = 1 if n < _SPLIT_MIN or THREADS == 1 else THREADS
     if parts == 1:
-        _batch(*args, 0, n, *outputs)
+        _batch(*args, 0, 1, *outputs)
         return outputs
-    # Blocks of equal work: split where the running sum of lengths crosses each share.
-    cost = np.cumsum(np.asarray(args[4], dtype=float))
-    edges = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts)
-    bounds = np.concatenate([[0], np.clip(edges, 0, n), [n]]).astype(int)
-    jobs = [_pool().submit(_batch, *args, int(a), int(b), *outputs)
-            for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+    # Every parts-th segment to each thread: the batch mixes short and long segments, so
+    # interleaving shares the work out evenly.
+    jobs = [_pool().submit(_batch, *args, first, parts, *outputs) for first in range(1, parts)]
+    _batch(*args, 0, parts, *outputs)  # the calling thread takes a share too
     for job in jobs:
         job.result()
     return outputs
