@@ -21,6 +21,7 @@ ALIGNED key, Editable Keys) leaves one inner control value free.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import warnings
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = [
     "build_segments",
     "compiled_kernel",
     "fit_segments",
+    "kernel_location",
     "fit_segments_of",
     "inverse_x",
     "segment_curve",
@@ -368,15 +370,37 @@ def build_segments(frames, columns, chan, start, length, limit, pad: int | None 
 
 @functools.lru_cache(maxsize=1)
 def _kernel():
-    """The compiled cascade (:mod:`.segment_kernel`), or None without numba or with
-    ``ANIM_SIGNALS_KERNEL=numpy``."""
-    if os.environ.get("ANIM_SIGNALS_KERNEL", "").strip().lower() == "numpy":
+    """The compiled cascade, or None (numpy).
+
+    In this process (:mod:`.segment_kernel`) where numba may run; in a worker process
+    (:mod:`.segment_process`) where another LLVM is loaded (Linux with Mesa's OpenGL: Blender's UI);
+    None without numba. ``ANIM_SIGNALS_KERNEL``: ``numpy``, ``local`` or ``process`` forces one.
+    """
+    choice = os.environ.get("ANIM_SIGNALS_KERNEL", "").strip().lower()
+    if choice == "numpy":
         return None
+    from . import segment_process
+
+    if choice == "process" or (choice != "local" and segment_process.foreign_llvm_loaded()):
+        # (numba is not imported here: importing it loads llvmlite's LLVM next to the other one)
+        python = segment_process.python_executable()
+        if importlib.util.find_spec("numba") is None or python is None:
+            return None
+        return segment_process.WorkerKernel(python)
     try:
         from . import segment_kernel
     except Exception:  # noqa: BLE001 - numba missing, or an install it cannot load: numpy runs instead
         return None
     return segment_kernel.fit_segment_batch
+
+
+def kernel_location() -> str:
+    """Where the segment test runs: ``'process'`` (compiled, in this process), ``'worker'`` (compiled,
+    in a child process) or ``'numpy'``."""
+    kernel = _kernel()
+    if kernel is None or KERNEL_FAILURE:
+        return "numpy"
+    return "process" if getattr(kernel, "__module__", "").endswith("segment_kernel") else "worker"
 
 
 # Why the compiled kernel was given up in this process (empty while it works).

@@ -18,6 +18,7 @@ MODULES = [
     "anim_signals.splines.bezier",
     "anim_signals.splines.key_reduction",
     "anim_signals.splines.segment_fit",
+    "anim_signals.splines.segment_process",
     "anim_signals.splines.object_space",
     "anim_signals.splines.latent",
     "anim_signals.splines.fitting",

@@ -293,6 +293,29 @@ def test_benchmark_report_helpers(tmp_path):
     assert (tmp_path / "o" / "r.md").read_text() == "# r\n" and '"x": 0.5' in (tmp_path / "o" / "r.json").read_text()
 
 
+def test_benchmark_fit_speed_table():
+    """The speed benchmark's table: before / after per row, the speed-up, the goal only for ours."""
+    _load_cli()  # scripts/ on sys.path
+    spec = importlib.util.spec_from_file_location("benchmark_fit_speed", ROOT / "scripts" / "benchmark_fit_speed.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # no bpy at module level
+
+    def clip(seconds, decimate=None):
+        rows = {"FEWEST": dict(seconds=seconds, keys=100, keyed_frames=40, within=True, load=0.5)}
+        if decimate is not None:
+            rows["Decimate"] = dict(seconds=decimate, keys=300, load=0.5)
+        return dict(clip="walk", frames=1500, curves=306, note="", rows=rows)
+
+    runs = {"compiled": dict(warm_up_seconds=0.4, compiled=True, clips=[clip(1.5, decimate=30.0)]),
+            "numpy": dict(warm_up_seconds=0.1, compiled=False, clips=[clip(9.0)])}
+    text = mod.markdown(runs, mod.parse_args(["--out", "x"]))
+    ours = next(line for line in text.splitlines() if "| FEWEST |" in line)
+    assert "| 1.5 | 9 | 6 | ✓ |" in ours, ours
+    decimate = next(line for line in text.splitlines() if "Blender Decimate" in line)
+    assert "| 30 | — | — | — |" in decimate, decimate
+    assert "within 2 s: 1 of 1" in text
+
+
 @needs_bpy
 def test_benchmark_pose_space_quick(tmp_path):
     """The pose-space benchmark runs end to end (--quick) and writes its tables; interpolation is exact."""

@@ -156,3 +156,77 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
     reference = fk.fewest_keys(values, frames, 0.01)
     for a, b in zip(fit.key_indices, reference.key_indices):
         np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------------------------------------------------------------
+# the worker process (where another LLVM is loaded: Blender's UI on Linux with Mesa's OpenGL)
+
+
+def test_foreign_llvm_is_found_in_the_memory_map():
+    from anim_signals.splines.segment_process import foreign_llvm_loaded
+
+    mesa = "7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/libLLVM.so.19.1\n"
+    ours = "7f00-7f10 r-xp 00000000 08:01 43 /site-packages/llvmlite/binding/libllvmlite.so\n"
+    assert foreign_llvm_loaded(mesa + ours)
+    assert not foreign_llvm_loaded(ours)
+    assert not foreign_llvm_loaded("")
+    # this test process (numpy, scipy, numba's llvmlite) holds no other LLVM
+    assert not foreign_llvm_loaded()
+
+
+def test_worker_process_gives_the_kernel_result(monkeypatch):
+    from anim_signals.splines.segment_process import WorkerKernel
+
+    frames, values = clip(11)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, limit, slope = random_segments(11, frames, values, count=200)
+    local = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+    worker = WorkerKernel()
+    try:
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        assert segment_fit.kernel_location() == "worker"
+        remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+        for a, b in zip((local.ok, local.pair, local.c1, local.c2, local.error),
+                        (remote.ok, remote.pair, remote.c1, remote.c2, remote.error)):
+            np.testing.assert_array_equal(a, b)
+        # a whole search through the worker: the same keys
+        for handles in ("FREE", "EDITABLE"):
+            tol = np.full(values.shape[1], 0.01)
+            monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+            far = fk.fewest_keys(values, frames, tol, handles=handles)
+            monkeypatch.undo()
+            near = fk.fewest_keys(values, frames, tol, handles=handles)
+            for a, b in zip(far.key_indices, near.key_indices):
+                np.testing.assert_array_equal(a, b)
+        # a worker that died is started again
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        worker._process.kill()
+        worker._process.wait()
+        again = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+        np.testing.assert_array_equal(again.error, local.error)
+    finally:
+        worker.close()
+    assert worker._process is None
+
+
+def test_a_worker_that_cannot_start_falls_back_to_numpy(monkeypatch, tmp_path):
+    from anim_signals.splines.segment_process import WorkerKernel
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(segment_fit, "_kernel", lambda: WorkerKernel(str(fake)))
+    monkeypatch.setattr(segment_fit, "KERNEL_FAILURE", [])
+    frames, values = clip(4, n=100)
+    with pytest.warns(RuntimeWarning, match="segment worker"):
+        fit = fk.fewest_keys(values, frames, 0.01)
+    assert fit.within_tolerance and segment_fit.kernel_location() == "numpy"
+
+
+def test_environment_variable_forces_the_worker():
+    code = ("from anim_signals.splines import segment_fit as s; import numpy as np; "
+            "from anim_signals import fewest_keys; x = np.arange(80.0); f = fewest_keys(np.sin(x / 7), x, 1e-3); "
+            "print(s.kernel_location(), f.within_tolerance)")
+    env = dict(os.environ, ANIM_SIGNALS_KERNEL="process")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["worker", "True"], out.stderr

@@ -17,9 +17,13 @@ PACKAGES=blender,xvfb,xauth,xdotool,x11-apps,imagemagick,libgl1-mesa-dri,python3
 # faiss-cpu, the motion database's approximate index (bundled as a wheel in the zip), for the root's
 # Python (trixie: 3.13); packaging, its one pure-Python dependency, is Debian's (python3-packaging).
 FAISS_VERSION=1.10.0
+# numba and llvmlite, Fewest Keys' compiled segment test (bundled as wheels in the zip); 0.61.2 runs on
+# trixie's Python 3.13 and numpy 2.2.
+NUMBA_VERSION=0.61.2
+LLVMLITE_VERSION=0.44.0
 ROOT_PY_VERSION=3.13
 # Bumping this string rebuilds every cached root.
-STAMP_TEXT="suite=$SUITE packages=$PACKAGES cma=wheel faiss=$FAISS_VERSION v2"
+STAMP_TEXT="suite=$SUITE packages=$PACKAGES cma=wheel faiss=$FAISS_VERSION numba=$NUMBA_VERSION v3"
 STAMP="$UI_ROOT/.anim_signals_ui_root"
 
 cannot() { echo "skipped: $*"; exit 77; }
@@ -63,6 +67,10 @@ PY="$(command -v python3)"
 "$PY" -m pip download -q --no-deps --only-binary=:all: -d "$WHEELS" --python-version "$ROOT_PY_VERSION" \
     --implementation cp --platform "manylinux_2_28_$(uname -m)" "faiss-cpu==$FAISS_VERSION" \
     || cannot "could not download the faiss-cpu wheel for Python $ROOT_PY_VERSION with the host's pip"
+"$PY" -m pip download -q --no-deps --only-binary=:all: -d "$WHEELS" --python-version "$ROOT_PY_VERSION" \
+    --implementation cp --platform "manylinux_2_28_$(uname -m)" --platform "manylinux_2_17_$(uname -m)" \
+    --platform "manylinux2014_$(uname -m)" "numba==$NUMBA_VERSION" "llvmlite==$LLVMLITE_VERSION" \
+    || cannot "could not download the numba and llvmlite wheels for Python $ROOT_PY_VERSION with the host's pip"
 
 echo "building the $SUITE UI root in $PARTIAL from $MIRROR (a few minutes, once)"
 # One retry: a download cut off half-way should not fail the test run.
@@ -77,7 +85,7 @@ for wheel in "$WHEELS"/*.whl; do WHEEL_PATHS+=("/tmp/wheels/$(basename "$wheel")
 chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root \
     python3 -m pip install -q --break-system-packages --no-index --no-deps "${WHEEL_PATHS[@]}"
 rm -rf "$PARTIAL/tmp/wheels"
-chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root python3 -c "import cma, scipy, numpy, faiss"
+chroot "$PARTIAL" env -i PATH=/usr/bin:/bin HOME=/root python3 -c "import cma, scipy, numpy, faiss, numba"
 
 echo "$STAMP_TEXT" > "$PARTIAL/.anim_signals_ui_root"
 rm -rf "$UI_ROOT"

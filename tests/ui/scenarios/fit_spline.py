@@ -3,6 +3,7 @@ mode (Fewest Keys, whose panel greys the spline-only settings out); Esc cancels 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import bpy
@@ -118,6 +119,12 @@ def run(area) -> Iterator[Wait]:
     fcurves = biped.animation_data.action.fcurves
     free = all(k.handle_left_type == k.handle_right_type == "FREE" for fc in fcurves for k in fc.keyframe_points)
     check("Fewest Keys writes FREE handles", free)
+    segment_fit = next((m for name, m in sys.modules.items() if name.endswith("anim_signals.splines.segment_fit")), None)
+    where = segment_fit.kernel_location() if segment_fit is not None else "not loaded"
+    # Mesa's OpenGL (software GL here) loads its own LLVM into Blender, beside which llvmlite's
+    # crashes: the compiled test then runs in a worker process
+    check("the fit ran the compiled segment test, in a worker process beside Mesa's LLVM",
+          where == "worker", f"{where}; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
     screenshot("fit_spline_done")
 
     biped2 = demo_biped("UI_Biped_Esc")

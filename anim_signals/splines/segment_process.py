@@ -1,0 +1,246 @@
+"""The compiled segment test in a worker process, for processes where numba must not run.
+
+numba compiles with llvmlite, which carries its own LLVM. On Linux, a process that already holds
+another LLVM in its global symbol scope (Mesa's OpenGL drivers link libLLVM: Blender with an Intel
+or AMD GPU, or software GL) makes llvmlite call into that LLVM and crash the process. There the
+segment test runs in a child Python process instead: it gets the clip's values once per fit and
+then one request per batch of segments (a few tens of microseconds of pipe traffic each), and
+answers with the same arrays :func:`.segment_kernel.fit_segment_batch` returns. The child is
+started on first use, kept for later fits and ended with the parent.
+
+:func:`foreign_llvm_loaded` is the test; :mod:`.segment_fit` picks in-process, this worker, or
+numpy.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["WorkerKernel", "foreign_llvm_loaded", "python_executable"]
+
+# A symbol of LLVM's C API and one of its C++ internals (the one the crash went through).
+_LLVM_SYMBOLS = ("LLVMContextCreate", "_ZN4llvm15ValueHandleBase12AddToUseListEv")
+_HEADER = struct.Struct("<Q")
+# The core package's parent folder (the extension's root): the child imports ``anim_signals`` from it.
+_CORE_PARENT = Path(__file__).resolve().parents[2]
+
+
+def foreign_llvm_loaded(maps_text: str | None = None) -> bool:
+    """Whether this process already holds an LLVM that llvmlite's would clash with (Linux only).
+
+    True when a ``libLLVM`` library is mapped (``/proc/self/maps``) or an LLVM symbol resolves in the
+    global symbol scope (a statically linked LLVM exported by the executable). ``maps_text``
+    replaces the maps file (tests). Other systems resolve symbols per library: False.
+
+    Examples
+    --------
+    >>> foreign_llvm_loaded("7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libLLVM.so.19.1")
+    True
+    """
+    if maps_text is None:
+        if not sys.platform.startswith("linux"):
+            return False
+        try:
+            maps_text = Path("/proc/self/maps").read_text(errors="replace")
+        except OSError:
+            maps_text = ""
+        try:
+            import ctypes
+
+            scope = ctypes.CDLL(None)
+            if any(hasattr(scope, name) for name in _LLVM_SYMBOLS):
+                return True
+        except OSError:
+            pass
+    return any("/libLLVM" in line and "llvmlite" not in line for line in maps_text.splitlines())
+
+
+def python_executable() -> str | None:
+    """A Python interpreter of this process's version to run the worker with, or None.
+
+    ``sys.executable`` when it is one (Blender 4.2+ sets it to its bundled Python; scripts and
+    pipelines run in one); else ``python3.X`` beside it, under ``sys.prefix`` or on the PATH.
+    """
+    import shutil
+
+    name = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    if sys.executable and "python" in Path(sys.executable).name.lower():
+        return sys.executable
+    for folder in (Path(sys.executable).parent if sys.executable else None, Path(sys.prefix) / "bin"):
+        if folder is not None and (folder / name).is_file():
+            return str(folder / name)
+    return shutil.which(name)
+
+
+# A batch goes over as raw arrays, not pickled: a request is a header and five arrays of n values,
+# an answer five arrays (the pipe's round trip is then most of the cost, ~0.1 ms).
+_BATCH = struct.Struct("<QQ?qd")  # message size, n, between, Lawson iterations, ridge
+_BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64)  # chan, start, length, limit, slope
+_BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64)  # ok, pair, c1, c2, error
+_PICKLED, _BATCH_TAG = b"P", b"B"
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    parts = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("the segment worker closed its pipe")
+        parts.append(chunk)
+        size -= len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _send(fd: int, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    _write_all(fd, _PICKLED + _HEADER.pack(len(data)) + data)
+
+
+def _receive(fd: int):
+    tag = _read_exactly(fd, 1)
+    if tag == _BATCH_TAG:
+        head = _read_exactly(fd, _BATCH.size)
+        size, n, between, iterations, ridge = _BATCH.unpack(head)
+        body = _read_exactly(fd, size)
+        arrays, offset = [], 0
+        for dtype in _BATCH_IN:
+            width = np.dtype(dtype).itemsize * n
+            arrays.append(np.frombuffer(body, dtype=dtype, count=n, offset=offset))
+            offset += width
+        return "batch", (*arrays, between, iterations, ridge)
+    (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
+    return pickle.loads(_read_exactly(fd, size))
+
+
+def _send_batch(fd: int, arrays, between, iterations, ridge) -> None:
+    body = b"".join(np.ascontiguousarray(a, dtype=t).tobytes() for a, t in zip(arrays, _BATCH_IN))
+    _write_all(fd, _BATCH_TAG + _BATCH.pack(len(body), len(arrays[0]), bool(between), int(iterations), float(ridge))
+               + body)
+
+
+def _send_answer(fd: int, arrays) -> None:
+    _write_all(fd, _BATCH_TAG + b"".join(np.ascontiguousarray(a, dtype=t).tobytes() for a, t in zip(arrays, _BATCH_OUT)))
+
+
+def _receive_answer(fd: int, n: int):
+    tag = _read_exactly(fd, 1)
+    if tag == _PICKLED:  # an error message
+        (size,) = _HEADER.unpack(_read_exactly(fd, _HEADER.size))
+        return pickle.loads(_read_exactly(fd, size))
+    body = _read_exactly(fd, sum(np.dtype(t).itemsize for t in _BATCH_OUT) * n)
+    out, offset = [], 0
+    for dtype in _BATCH_OUT:
+        out.append(np.frombuffer(body, dtype=dtype, count=n, offset=offset).copy())
+        offset += np.dtype(dtype).itemsize * n
+    return tuple(out)
+
+
+class WorkerKernel:
+    """:func:`.segment_kernel.fit_segment_batch` answered by a child Python process.
+
+    Parameters
+    ----------
+    python : str, optional
+        The interpreter to start (default :func:`python_executable`: in Blender, its own Python).
+    """
+
+    def __init__(self, python: str | None = None) -> None:
+        self.python = python or python_executable() or sys.executable
+        self._process: subprocess.Popen | None = None
+        self._clip: tuple | None = None  # the (frames, columns) the child holds, kept alive here
+        self._lock = threading.Lock()
+        atexit.register(self.close)
+
+    def _start(self) -> subprocess.Popen:
+        paths = [str(_CORE_PARENT)] + [p for p in sys.path if p and os.path.isdir(p)]
+        env = dict(os.environ, ANIM_SIGNALS_KERNEL="local", PYTHONPATH=os.pathsep.join(paths))
+        # the core first on the path, whatever the working folder holds
+        code = (f"import sys; sys.path.insert(0, {str(_CORE_PARENT)!r}); "
+                "from anim_signals.splines.segment_process import serve; serve()")
+        process = subprocess.Popen([self.python, "-u", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   env=env)
+        assert process.stdin is not None and process.stdout is not None
+        _send(process.stdin.fileno(), ("hello", None))
+        status = _receive(process.stdout.fileno())
+        if status != "compiled":
+            process.kill()
+            raise RuntimeError(f"the segment worker cannot run the compiled kernel: {status}")
+        self._process = process
+        self._clip = None
+        return process
+
+    def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
+                 ridge):
+        with self._lock:
+            process = self._process if self._process is not None and self._process.poll() is None else self._start()
+            assert process.stdin is not None and process.stdout is not None
+            # The clip (and the handle-pair tables) go over once per fit: the search passes the same
+            # arrays to every batch (held here, their identity cannot be reused by other arrays).
+            clip = (frames, columns, ab, table)
+            stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
+            if self._clip is None or any(a is not b for a, b in zip(self._clip, clip)):
+                _send(stdin, ("clip", tuple(np.ascontiguousarray(a, dtype=np.float64) for a in clip)))
+                self._clip = clip
+            _send_batch(stdin, (chan, start, length, limit, slope), between, lawson_iterations, ridge)
+            answer = _receive_answer(stdout, len(chan))
+        if isinstance(answer, str):
+            raise RuntimeError(f"the segment worker failed: {answer}")
+        return answer
+
+    def close(self) -> None:
+        """End the child process (it is started again when needed)."""
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            try:
+                assert process.stdin is not None
+                process.stdin.close()
+                process.wait(timeout=2)
+            except Exception:  # noqa: BLE001 - a worker that does not stop is killed
+                process.kill()
+
+
+def serve() -> None:  # pragma: no cover - runs in the child process (tested through WorkerKernel)
+    """The child's loop: requests on stdin, answers on stdout, until stdin closes."""
+    stdin, stdout = sys.stdin.fileno(), os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing printed may reach the pipe
+    clip = None
+    kernel = None
+    while True:
+        try:
+            op, payload = _receive(stdin)
+        except EOFError:
+            return
+        try:
+            if op == "hello":
+                from .segment_kernel import fit_segment_batch
+
+                kernel = fit_segment_batch
+                _send(stdout, "compiled")
+            elif op == "clip":
+                clip = payload
+            elif op == "batch":
+                assert kernel is not None and clip is not None
+                frames, columns, ab, table = clip
+                chan, start, length, limit, slope, between, lawson_iterations, ridge = payload
+                _send_answer(stdout, kernel(frames, columns, chan, start, length, limit, slope, ab, table, between,
+                                            lawson_iterations, ridge))
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back to numpy
+            if op == "clip":
+                clip = None  # the next batch reports it
+            else:
+                _send(stdout, f"{type(exc).__name__}: {exc}")
