@@ -311,6 +311,7 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     chan = np.tile(moving, variants)
     unit_of = np.concatenate([group_of + v * groups for v in range(variants)])
     members = [np.flatnonzero(group_of == g) for g in range(groups)]
+    first_lane = np.array([m[0] for m in members])  # a lane of each group (its aligned twin's)
     key = np.zeros(units, int)
     lo = np.ones(units, int)
     hi = np.zeros(units, int)
@@ -353,6 +354,17 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
         probing[tested[ask]] = True
         trial[tested[ask]] = np.minimum(room[ask], 2 * hi[tested[ask]] + 2)
         searching[tested[settled & ~ask]] = False
+        if editable:
+            # A free twin matters only at a corner: once it is known to fail short of CORNER_GAIN
+            # times its aligned twin's length, its search ends (the first key, without a slope to
+            # keep, takes the free twin whatever its length).
+            aligned = np.arange(groups)
+            twin = aligned + groups
+            keeps_slope = np.isfinite(slope[first_lane])
+            short = (searching[twin] & keeps_slope & (hi[twin] > 0)
+                     & ((hi[twin] <= CORNER_GAIN * lo[aligned]) | (hi[twin] < lo[aligned] + CORNER_MIN_SAMPLES)))
+            searching[twin[short]] = False
+            probing[twin[short]] = False
         for unit in np.flatnonzero(~searching[:groups] & (key[:groups] < n - 1)):
             if editable and searching[unit + groups]:
                 continue  # its free twin has not settled yet
