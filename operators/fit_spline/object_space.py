@@ -258,17 +258,22 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
     # tighten the chains that then miss.
     per_bone = yield from _measure(check, 0.5, 0.52)
     measured = float(per_bone.max()) if per_bone.size else 0.0
+    measured_fit: np.ndarray | None = per_bone  # the current fit's measure, while it holds
     if 0.0 < measured < LOOSEN_BELOW * check.max_error_cm:
         bounded = np.array([k != "OTHER" for k in check.kinds])
         factor = min(LOOSEN_MAX, MARGIN * check.max_error_cm / measured)
         job.tolerance = np.where(bounded, job.tolerance * factor, job.tolerance)
         yield from scaled(iter_plan(FitPlan(jobs=[job]), **plan_options), 0.52, 0.55)
         check.loosened = factor
+        measured_fit = None
     n_measures = MAX_ROUNDS + 2
     step = 0.5 / n_measures
     for r in range(n_measures):
         lo = 0.5 + r * step
-        per_bone = yield from _measure(check, lo, lo + step / 2)
+        if measured_fit is not None:  # not refitted since it was measured: every frame is known
+            per_bone, measured_fit = measured_fit, None
+        else:
+            per_bone = yield from _measure(check, lo, lo + step / 2)
         check.error_cm = float(per_bone.max()) if per_bone.size else 0.0
         missed = np.flatnonzero(per_bone > limit)
         check.missed = [check.names[b] for b in missed]
