@@ -67,15 +67,9 @@ def _points(frames, y, a, length, lim, between, u, tgt, inv):  # pragma: no cove
     return ns + length
 
 
-def _basis(g, u, tgt, inv, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compiled
-    """For handle pair g: the Bernstein values b1, b2 and the target minus the keys' part r0 at each
-    point, and in the same pass the least-squares sums (g11, g12, g22, r1, r2), weighted 1 / allowance^2."""
+def _basis(g, u, tgt, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover - compiled
+    """For handle pair g: the Bernstein values b1, b2 and the target minus the keys' part r0 at each point."""
     samples = table.shape[1]
-    g11 = 0.0
-    g12 = 0.0
-    g22 = 0.0
-    r1 = 0.0
-    r2 = 0.0
     for j in range(npts):
         uj = u[j]
         if g == 0:
@@ -87,32 +81,23 @@ def _basis(g, u, tgt, inv, npts, y0, y1, table, b1, b2, r0):  # pragma: no cover
             t = table[g, k] * (1.0 - frac) + table[g, k + 1] * frac
         s = 1.0 - t
         st = 3.0 * s * t
-        v1 = st * s
-        v2 = st * t
-        v0 = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
-        b1[j] = v1
-        b2[j] = v2
-        r0[j] = v0
-        w = inv[j] * inv[j]
-        wb1 = w * v1
-        wb2 = w * v2
-        g11 += wb1 * v1
-        g12 += wb1 * v2
-        g22 += wb2 * v2
-        r1 += wb1 * v0
-        r2 += wb2 * v0
-    return g11, g12, g22, r1, r2
+        b1[j] = st * s
+        b2[j] = st * t
+        r0[j] = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
 
 
-def _gram(npts, b1, b2, r0, inv, weights):  # pragma: no cover - compiled
-    """The least-squares sums with Lawson's weights on top of 1 / allowance^2."""
+def _gram(npts, b1, b2, r0, inv, weights, use_weights):  # pragma: no cover - compiled
+    """The least-squares sums (g11, g12, g22, r1, r2), weighted 1 / allowance^2 (times Lawson's
+    weights with ``use_weights``)."""
     g11 = 0.0
     g12 = 0.0
     g22 = 0.0
     r1 = 0.0
     r2 = 0.0
     for j in range(npts):
-        w = weights[j] * (inv[j] * inv[j])
+        w = inv[j] * inv[j]
+        if use_weights:
+            w = weights[j] * w
         wb1 = w * b1[j]
         wb2 = w * b2[j]
         g11 += wb1 * b1[j]
@@ -169,7 +154,8 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     n_pairs = ab.shape[0]
 
     # 1. thirds
-    g11, g12, g22, r1, r2 = _basis(0, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
+    _basis(0, u, tgt, npts, y0, y1, table, b1, b2, r0)
+    g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights, False)
     c1_fixed = y0 + ab[0, 0] * (span * sl) if fixed else 0.0
     c1, c2 = _coefficients(g11, g12, g22, r1, r2, ab[0, 0], ab[0, 1], y0, y1, c1_fixed, fixed, ridge)
     err = _max_error(npts, b1, b2, r0, inv, c1, c2, np.inf)
@@ -184,7 +170,8 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     table_c1 = 0.0
     table_c2 = 0.0
     for g in range(1, n_pairs):
-        g11, g12, g22, r1, r2 = _basis(g, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
+        _basis(g, u, tgt, npts, y0, y1, table, b1, b2, r0)
+        g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights, False)
         cf = y0 + ab[g, 0] * (span * sl) if fixed else 0.0
         g1, g2 = _coefficients(g11, g12, g22, r1, r2, ab[g, 0], ab[g, 1], y0, y1, cf, fixed, ridge)
         e = _max_error(npts, b1, b2, r0, inv, g1, g2, table_err)
@@ -196,7 +183,7 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
         return err <= lim, best_pair, c1, c2, err
     # Least squares has the smallest RMS and minimax's RMS is at most its max: the table's best
     # pair with an RMS above the limit rules Lawson out.
-    _basis(table_pair, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
+    _basis(table_pair, u, tgt, npts, y0, y1, table, b1, b2, r0)
     total = 0.0
     for j in range(npts):
         e = (r0[j] - b1[j] * table_c1 - b2[j] * table_c2) * inv[j]
@@ -205,13 +192,13 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
         return False, best_pair, c1, c2, err
 
     # 3. Lawson on the best pair: w <- w |r|, towards the minimax solution
-    _basis(best_pair, u, tgt, inv, npts, y0, y1, table, b1, b2, r0)
+    _basis(best_pair, u, tgt, npts, y0, y1, table, b1, b2, r0)
     for j in range(npts):
         weights[j] = 1.0
     alpha = ab[best_pair, 0]
     cf = y0 + alpha * (span * sl) if fixed else 0.0
     for _ in range(lawson_iterations):
-        g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights)
+        g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights, True)
         l1, l2 = _coefficients(g11, g12, g22, r1, r2, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge)
         worst = 0.0
         top = 0.0
