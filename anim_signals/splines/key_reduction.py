@@ -359,12 +359,12 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
             # times its aligned twin's length, its search ends (the first key, without a slope to
             # keep, takes the free twin whatever its length).
             aligned = np.arange(groups)
-            twin = aligned + groups
+            free = aligned + groups
             keeps_slope = np.isfinite(slope[first_lane])
-            short = (searching[twin] & keeps_slope & (hi[twin] > 0)
-                     & ((hi[twin] <= CORNER_GAIN * lo[aligned]) | (hi[twin] < lo[aligned] + CORNER_MIN_SAMPLES)))
-            searching[twin[short]] = False
-            probing[twin[short]] = False
+            short = (searching[free] & keeps_slope & (hi[free] > 0)
+                     & ((hi[free] <= CORNER_GAIN * lo[aligned]) | (hi[free] < lo[aligned] + CORNER_MIN_SAMPLES)))
+            searching[free[short]] = False
+            probing[free[short]] = False
         for unit in np.flatnonzero(~searching[:groups] & (key[:groups] < n - 1)):
             if editable and searching[unit + groups]:
                 continue  # its free twin has not settled yet
