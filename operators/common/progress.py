@@ -40,17 +40,19 @@ def scaled(steps: Generator[float, None, _T], lo: float, hi: float,
 
 def run_blocking(steps: Generator[float, None, _T]) -> _T:
     """Run ``steps`` to the end with Blender's progress bar (no Esc: for handlers); return its value."""
+    result: list = []
+
+    def percent() -> Generator[float, None, None]:  # scaled's percentages; keeps the return value
+        result.append((yield from scaled(steps, 0.0, 100.0)))
+
     wm = bpy.context.window_manager
     if wm is not None:
         wm.progress_begin(0, 100)
     try:
-        while True:
-            try:
-                frac = next(steps)
-            except StopIteration as done:
-                return done.value
+        for value in percent():
             if wm is not None:
-                wm.progress_update(int(100 * min(max(float(frac), 0.0), 1.0)))
+                wm.progress_update(int(value))
     finally:
         if wm is not None:
             wm.progress_end()
+    return result[0]

@@ -47,6 +47,23 @@ def test_run_blocking_returns_the_result():
     assert log == ["closed"]
 
 
+def test_run_blocking_passes_an_error_on_and_closes_the_work():
+    log: list = []
+
+    def failing():
+        try:
+            yield 0.5
+            raise ValueError("bad frame")
+        finally:
+            log.append("closed")
+
+    with pytest.raises(ValueError, match="bad frame"):
+        _progress().run_blocking(failing())
+    assert log == ["closed"]
+    # the progress bar was ended: a second run starts and finishes normally
+    assert _progress().run_blocking(_work([1.0], "again", [])) == "again"
+
+
 def test_handlers_are_installed_once_and_removed_entirely():
     def on_frame(scene, depsgraph=None):
         pass
