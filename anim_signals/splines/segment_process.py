@@ -175,10 +175,15 @@ class WorkerKernel:
         process = subprocess.Popen([self.python, "-u", "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    env=env)
         assert process.stdin is not None and process.stdout is not None
-        _send(process.stdin.fileno(), ("hello", None))
-        status = _receive(process.stdout.fileno())
+        try:
+            _send(process.stdin.fileno(), ("hello", None))
+            status = _receive(process.stdout.fileno())
+        except (OSError, EOFError) as exc:
+            # A child that exits at once closes the pipe before or after the greeting is written:
+            # either way (broken pipe or end of file) it did not start.
+            status = f"it did not start ({type(exc).__name__}: {exc})"
         if status != "compiled":
-            process.kill()
+            _end(process)
             raise RuntimeError(f"the segment worker cannot run the compiled kernel: {status}")
         self._process = process
         self._clip = None
@@ -187,7 +192,10 @@ class WorkerKernel:
     def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
                  ridge):
         with self._lock:
-            process = self._process if self._process is not None and self._process.poll() is None else self._start()
+            if self._process is not None and self._process.poll() is not None:
+                _end(self._process)  # it died since the last batch: reap it, start another
+                self._process = None
+            process = self._process if self._process is not None else self._start()
             assert process.stdin is not None and process.stdout is not None
             # The clip (and the handle-pair tables) go over once per fit: the search passes the same
             # arrays to every batch (held here, their identity cannot be reused by other arrays).
@@ -196,8 +204,13 @@ class WorkerKernel:
             if self._clip is None or any(a is not b for a, b in zip(self._clip, clip)):
                 _send(stdin, ("clip", tuple(np.ascontiguousarray(a, dtype=np.float64) for a in clip)))
                 self._clip = clip
-            _send_batch(stdin, (chan, start, length, limit, slope), between, lawson_iterations, ridge)
-            answer = _receive_answer(stdout, len(chan))
+            try:
+                _send_batch(stdin, (chan, start, length, limit, slope), between, lawson_iterations, ridge)
+                answer = _receive_answer(stdout, len(chan))
+            except (OSError, EOFError) as exc:
+                self._process, self._clip = None, None
+                _end(process)
+                raise RuntimeError(f"the segment worker stopped ({type(exc).__name__}: {exc})") from exc
         if isinstance(answer, str):
             raise RuntimeError(f"the segment worker failed: {answer}")
         return answer
@@ -205,13 +218,31 @@ class WorkerKernel:
     def close(self) -> None:
         """End the child process (it is started again when needed)."""
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
+        if process is None:
+            return
+        if process.poll() is None:
             try:
                 assert process.stdin is not None
-                process.stdin.close()
+                process.stdin.close()  # the child's loop ends at the end of its input
                 process.wait(timeout=2)
             except Exception:  # noqa: BLE001 - a worker that does not stop is killed
-                process.kill()
+                pass
+        _end(process)
+
+
+def _end(process: subprocess.Popen) -> None:
+    """Kill a child that failed and reap it (no zombie, no ResourceWarning)."""
+    for stream in (process.stdin, process.stdout):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:
+            pass
+    process.kill()
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def serve() -> None:  # pragma: no cover - runs in the child process (tested through WorkerKernel)

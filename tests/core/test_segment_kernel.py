@@ -209,18 +209,58 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
     assert worker._process is None
 
 
-def test_a_worker_that_cannot_start_falls_back_to_numpy(monkeypatch, tmp_path):
+# How a child can fail to start: exit at once (the greeting meets a broken pipe or an end of
+# file, whichever comes first), exit later (end of file), answer something else, and a broken
+# pipe forced on the greeting (the path the first case takes on a loaded machine).
+@pytest.mark.parametrize("script, broken_pipe", [
+    ("exit 3", False), ("sleep 0.3; exit 3", False), ("echo not-a-worker", False), ("sleep 5", True),
+])
+def test_a_worker_that_cannot_start_falls_back_to_numpy(monkeypatch, tmp_path, script, broken_pipe):
+    from anim_signals.splines import segment_process
     from anim_signals.splines.segment_process import WorkerKernel
 
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\nexit 3\n")
+    fake.write_text(f"#!/bin/sh\n{script}\n")
     fake.chmod(0o755)
-    monkeypatch.setattr(segment_fit, "_kernel", lambda: WorkerKernel(str(fake)))
+    if broken_pipe:
+        def broken(fd, data):
+            raise BrokenPipeError(32, "Broken pipe")
+        monkeypatch.setattr(segment_process, "_write_all", broken)
+    workers = []
+    monkeypatch.setattr(segment_fit, "_kernel", lambda: workers.append(WorkerKernel(str(fake))) or workers[-1])
     monkeypatch.setattr(segment_fit, "KERNEL_FAILURE", [])
     frames, values = clip(4, n=100)
-    with pytest.warns(RuntimeWarning, match="segment worker"):
+    with pytest.warns(RuntimeWarning, match="segment worker cannot run the compiled kernel"):
         fit = fk.fewest_keys(values, frames, 0.01)
     assert fit.within_tolerance and segment_fit.kernel_location() == "numpy"
+    # the failed child was reaped: nothing left running
+    assert workers and all(w._process is None for w in workers)
+
+
+def test_a_worker_that_stops_during_a_fit_falls_back_to_numpy(monkeypatch):
+    from anim_signals.splines import segment_process
+    from anim_signals.splines.segment_process import WorkerKernel
+
+    worker = WorkerKernel()
+    started = []
+
+    def dies(fd, n):
+        started.append(worker._process)
+        worker._process.kill()
+        worker._process.wait()
+        raise EOFError("the segment worker closed its pipe")
+
+    try:
+        monkeypatch.setattr(segment_process, "_receive_answer", dies)
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        monkeypatch.setattr(segment_fit, "KERNEL_FAILURE", [])
+        frames, values = clip(4, n=100)
+        with pytest.warns(RuntimeWarning, match="segment worker stopped"):
+            fit = fk.fewest_keys(values, frames, 0.01)
+        assert fit.within_tolerance and segment_fit.kernel_location() == "numpy"
+        assert worker._process is None and started[0].poll() is not None
+    finally:
+        worker.close()
 
 
 def test_environment_variable_forces_the_worker():
