@@ -148,25 +148,31 @@ def object_scale(ob: bpy.types.Object) -> float:
     return float(np.linalg.norm(m, axis=0).max()) or 1.0
 
 
+VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
+
+
 def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray, shell: float,
                      action: bpy.types.Action | None = None, slot_identifier: str | None = None) -> np.ndarray:
-    """World-space virtual vertices of every pose bone at ``frames``: (len(frames), n_bones, 4, 3).
+    """World-space virtual vertices of every pose bone at ``frames``: (len(frames), n_bones, 7, 3).
 
-    Each bone's head moved by ``shell`` (armature units) along its local X, Y and Z axes, and
-    its tail (ACL's shell points, which see the bone's roll as well as its direction), from the
-    evaluated pose-bone matrices through the depsgraph (fractional frames as subframes). With
-    ``action``, that action is played on ``ob`` meanwhile (:func:`.actions.assigned_action`; its
-    slot ``slot_identifier`` when given and present); the current frame is restored afterwards.
+    Each bone's head moved by ``shell`` (armature units) both ways along its local X, Y and Z
+    axes, and its tail: ACL's shell points (which see the bone's roll as well as its direction)
+    on both sides, since a rotation about the head combined with the head's own error can move
+    the point behind the head further than the one in front. Read from the evaluated pose-bone
+    matrices through the depsgraph (fractional frames as subframes). With ``action``, that action
+    is played on ``ob`` meanwhile (:func:`.actions.assigned_action`; its slot ``slot_identifier``
+    when given and present); the current frame is restored afterwards.
     """
     if ob.type != "ARMATURE" or ob.pose is None:
-        return np.empty((len(frames), 0, 4, 3))
+        return np.empty((len(frames), 0, VIRTUAL_VERTICES, 3))
     n = len(ob.pose.bones)
     lengths = np.array([pb.length for pb in ob.pose.bones], dtype=np.float64)
-    local = np.zeros((n, 4, 4))
+    local = np.zeros((n, VIRTUAL_VERTICES, 4))  # homogeneous points in each bone's space
     local[:, :3, :3] = np.eye(3) * float(shell)
-    local[:, 3, 1] = lengths
+    local[:, 3:6, :3] = -np.eye(3) * float(shell)
+    local[:, 6, 1] = lengths
     local[:, :, 3] = 1.0
-    out = np.empty((len(frames), n, 4, 3), dtype=np.float64)
+    out = np.empty((len(frames), n, VIRTUAL_VERTICES, 3), dtype=np.float64)
     buf = np.empty(16 * n, dtype=np.float32)
 
     def read() -> None:

@@ -5,7 +5,7 @@ per-curve tolerances by the core's :func:`anim_signals.splines.joint_tolerances`
 the armature, X and the shell distance from cm into armature units with the scene's unit scale and
 the object's scale). :func:`iter_joint_plan` fits, then verifies in world space through the
 depsgraph at every original frame: the virtual vertices (each bone's head moved by the shell
-distance along its axes, and its tail) of the original action and of a temporary copy holding the
+distance both ways along its axes, and its tail) of the original action and of a temporary copy holding the
 fitted keys. The fit starts from :data:`RELAX` times the bound's tolerances (the bound assumes every
 error aligned at once; measured errors stay well below it). Where a bone's vertices miss X at any
 frame, the tolerances of its chain (the bone, its ancestors, the object's own transform) shrink by
@@ -36,9 +36,9 @@ import numpy as np
 
 from ...anim_signals import iter_fit_channels
 from ...anim_signals.channels import LOCATION
-from ...anim_signals.splines.object_space import joint_tolerances, tighten_chains
+from ...anim_signals.splines.object_space import channel_roughness, joint_tolerances, tighten_chains
 from ..blender_data.actions import action_fcurves, fcurves_of_action
-from ..blender_data.armatures import cm_per_unit, object_scale, rest_rig, virtual_vertices
+from ..blender_data.armatures import VIRTUAL_VERTICES, cm_per_unit, object_scale, rest_rig, virtual_vertices
 from ..blender_data.channels import bone_name_of_path, bone_path, property_of_path
 from ..blender_data.fcurves import write_bezier
 from ..common.progress import scaled
@@ -85,7 +85,7 @@ class JointCheck:
     cm_per_world: float  # cm per scene unit
     shell_local: float  # shell distance in armature units
     bound_tolerance: np.ndarray | None = None  # (M,) the first-order bound's own tolerances
-    original: np.ndarray | None = None  # (F, B, 4, 3) world-space virtual vertices
+    original: np.ndarray | None = None  # (F, B, 7, 3) world-space virtual vertices
     loosened: float = 1.0  # the factor of the loosening refit (1: none)
     error_cm: float = -1.0  # measured max over every frame and vertex
     rounds: int = 0  # refits after the first fit
@@ -161,7 +161,7 @@ def plan_joint_fit(ob, scene, *, max_joint_error: float, shell_distance: float, 
     cm_local = cm_world * scale  # cm per armature unit
     tol = joint_tolerances(parents, heads, tails, bones, kinds, max_joint_error / cm_local,
                            shell_distance / cm_local, max_translation=max_translation,
-                           other_tolerance=job.tolerance)
+                           other_tolerance=job.tolerance, roughness=channel_roughness(job.fit_values))
     object_location = (bones < 0) & (np.array(kinds) == LOCATION)
     tol[object_location] *= scale  # the object's own location is in scene units
     check_base = tol.copy()
@@ -207,7 +207,7 @@ def _vertices(check: JointCheck, action, lo: float, hi: float,
         parts.append(virtual_vertices(check.scene, check.ob, chunk, check.shell_local, action,
                                       check.job.slot_identifier))
         yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
-    return np.concatenate(parts) if parts else np.empty((0, len(check.names), 4, 3))
+    return np.concatenate(parts) if parts else np.empty((0, len(check.names), VIRTUAL_VERTICES, 3))
 
 
 def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = None
@@ -220,7 +220,7 @@ def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = 
         bpy.data.actions.remove(tmp)
     assert check.original is not None
     original = check.original if rows is None else check.original[rows]
-    err = np.linalg.norm(fitted - original, axis=-1) * check.cm_per_world  # (F, B, 4)
+    err = np.linalg.norm(fitted - original, axis=-1) * check.cm_per_world  # (F, B, 7)
     return err.max(axis=(0, 2)) if err.size else np.zeros(len(check.names))
 
 

@@ -84,7 +84,8 @@ def _make_rig(n_frames: int = 90, seed: int = 5, *, planted: bool = False):
 
 
 def _vertices(ob, frames, shell: float) -> np.ndarray:
-    """World-space virtual vertices (frames, bones, 4, 3), bone by bone with mathutils."""
+    """World-space virtual vertices (frames, bones, 7, 3), bone by bone with mathutils: the head
+    +- shell along each local axis, and the tail."""
     scene = bpy.context.scene
     out = []
     offsets = None
@@ -94,7 +95,8 @@ def _vertices(ob, frames, shell: float) -> np.ndarray:
         mw = ob_eval.matrix_world
         frame = []
         for pb in ob_eval.pose.bones:
-            offsets = [Vector((shell, 0, 0)), Vector((0, shell, 0)), Vector((0, 0, shell)), Vector((0, pb.length, 0))]
+            offsets = [Vector((sign * shell * (k == 0), sign * shell * (k == 1), sign * shell * (k == 2)))
+                       for sign in (1, -1) for k in range(3)] + [Vector((0, pb.length, 0))]
             frame.append([tuple(mw @ (pb.matrix @ v)) for v in offsets])
         out.append(frame)
     return np.array(out)

@@ -15,6 +15,7 @@ from anim_signals.splines import object_space as osp
 from anim_signals.splines.object_space import (
     bone_reach,
     chain_bones,
+    channel_roughness,
     joint_error_bound,
     joint_tolerances,
     tighten_chains,
@@ -299,6 +300,75 @@ def test_bound_of_the_tolerances_is_within_target(seed, n_bones, x, shell):
     tol = joint_tolerances(chain, heads, tails, cb, rig.kinds, x, shell)
     bound = joint_error_bound(chain, heads, tails, cb, rig.kinds, tol, shell)
     assert x * 0.99 <= bound[-1] <= x * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# Shares weighted by roughness
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rough_shares_keep_the_bound_and_forward_kinematics_within_the_target(seed):
+    rng = np.random.default_rng(100 + seed)
+    rig = Rig(rng, int(rng.integers(2, 9)), object_channels=seed % 2 == 1, child_locations=seed % 3 == 0)
+    heads, tails = rig.rest_pose()
+    x, shell = float(rng.uniform(0.005, 0.05)), float(rng.uniform(0.01, 0.5))
+    rough = rng.lognormal(-6.0, 2.0, len(rig.kinds))  # spread far beyond SHARE_WEIGHT_RANGE
+    tol = joint_tolerances(rig.parents, heads, tails, rig.bones, rig.kinds, x, shell, roughness=rough)
+    even = joint_tolerances(rig.parents, heads, tails, rig.bones, rig.kinds, x, shell)
+    assert np.all(tol > 0) and not np.allclose(tol, even)
+    assert joint_error_bound(rig.parents, heads, tails, rig.bones, rig.kinds, tol, shell).max() <= x * (1 + 1e-9)
+    for values in [rig.random_pose(rng) for _ in range(3)]:
+        assert _worst_displacement(rig, values, tol, shell, rng) <= x * (1 + 1e-9)
+
+
+def test_the_roughest_group_of_a_chain_gets_the_largest_share():
+    n, x = 4, 0.01
+    heads = np.array([[0, i, 0] for i in range(n)], dtype=float)
+    tails = heads + [0, 1, 0]
+    parents, bones, kinds = np.arange(n) - 1, list(range(n)), ["rotation_euler"] * n
+    even = joint_tolerances(parents, heads, tails, bones, kinds, x, 0.03)
+    # equally rough against the equal split: the equal split again
+    same = joint_tolerances(parents, heads, tails, bones, kinds, x, 0.03, roughness=3.0 * even)
+    np.testing.assert_allclose(same, even, rtol=1e-12)
+    # bone 0 four times as rough as the others: a weight of 4 ** SHARE_WEIGHT_POWER against their 1,
+    # shares summing to X
+    rough = even.copy()
+    rough[0] *= 4.0
+    tol = joint_tolerances(parents, heads, tails, bones, kinds, x, 0.03, roughness=rough)
+    reach = bone_reach(parents, heads, tails, 0.03)
+    w = 4.0 ** osp.SHARE_WEIGHT_POWER
+    np.testing.assert_allclose(tol * reach, np.array([w, 1, 1, 1]) * x / (w + 3), rtol=1e-12)
+    assert w > 1.0
+    # far rougher: the weight stops at SHARE_WEIGHT_RANGE times the median group's
+    rough[0] *= 1e12
+    tol = joint_tolerances(parents, heads, tails, bones, kinds, x, 0.03, roughness=rough)
+    w = osp.SHARE_WEIGHT_RANGE
+    np.testing.assert_allclose(tol * reach, np.array([w, 1, 1, 1]) * x / (w + 3), rtol=1e-12)
+
+
+def test_channel_roughness_against_a_polyfit_reference():
+    rng = np.random.default_rng(5)
+    n, span = 60, osp.ROUGHNESS_SPAN
+    x = np.arange(n, dtype=float)
+    values = np.column_stack([0.01 * x**3 - x, np.sin(x / 3) + 0.01 * rng.standard_normal(n),
+                              rng.standard_normal(n), np.zeros(n)])
+    got = channel_roughness(values)
+    expected = []
+    for col in values.T:
+        worst = []
+        for w in range(n - span + 1):
+            seg = col[w:w + span]
+            t = np.arange(span, dtype=float)
+            worst.append(np.abs(seg - np.polyval(np.polyfit(t, seg, 3), t)).max())
+        expected.append(np.percentile(worst, 90))
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)
+    assert got[0] < 1e-9 and got[3] == 0.0 and got[2] > got[1] > 0.0
+    assert np.all(channel_roughness(values[:span - 1]) == 0.0)
+    with pytest.raises(ValueError):
+        channel_roughness(values[:, 0])
+    with pytest.raises(ValueError):
+        joint_tolerances([-1], [[0, 0, 0]], [[0, 1, 0]], [0], ["rotation_euler"], 0.01, 0.03, roughness=[1.0, 2.0])
 
 
 # ------------------------------------------------------------------------------------------
