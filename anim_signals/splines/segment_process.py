@@ -81,11 +81,11 @@ def python_executable() -> str | None:
     return shutil.which(name)
 
 
-# A batch goes over as raw arrays, not pickled: a request is a header and five arrays of n values,
-# an answer five arrays (the pipe's round trip is then most of the cost, ~0.1 ms).
+# A batch goes over as raw arrays, not pickled: a request is a header and six arrays of n values,
+# an answer seven arrays (the pipe's round trip is then most of the cost, ~0.1 ms).
 _BATCH = struct.Struct("<QQ?qd")  # message size, n, between, Lawson iterations, ridge
-_BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64)  # chan, start, length, limit, slope
-_BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64)  # ok, pair, c1, c2, error
+_BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64)  # chan, start, length, limit, slope, gate
+_BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)  # ok, pair, alpha, beta, c1, c2, error
 _PICKLED, _BATCH_TAG = b"P", b"B"
 
 
@@ -190,7 +190,7 @@ class WorkerKernel:
         return process
 
     def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
-                 ridge):
+                 ridge, refine_gate=None):
         with self._lock:
             if self._process is not None and self._process.poll() is not None:
                 _end(self._process)  # it died since the last batch: reap it, start another
@@ -205,7 +205,8 @@ class WorkerKernel:
                 _send(stdin, ("clip", tuple(np.ascontiguousarray(a, dtype=np.float64) for a in clip)))
                 self._clip = clip
             try:
-                _send_batch(stdin, (chan, start, length, limit, slope), between, lawson_iterations, ridge)
+                gate = np.zeros(len(chan)) if refine_gate is None else np.broadcast_to(refine_gate, (len(chan),))
+                _send_batch(stdin, (chan, start, length, limit, slope, gate), between, lawson_iterations, ridge)
                 answer = _receive_answer(stdout, len(chan))
             except (OSError, EOFError) as exc:
                 self._process, self._clip = None, None
@@ -267,9 +268,9 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip
-                chan, start, length, limit, slope, between, lawson_iterations, ridge = payload
+                chan, start, length, limit, slope, gate, between, lawson_iterations, ridge = payload
                 _send_answer(stdout, kernel(frames, columns, chan, start, length, limit, slope, ab, table, between,
-                                            lawson_iterations, ridge))
+                                            lawson_iterations, ridge, gate))
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back to numpy
             if op == "clip":
                 clip = None  # the next batch reports it

@@ -89,6 +89,7 @@ def test_kernel_handles_are_what_it_measured():
 def test_fewest_keys_are_the_same_compiled_or_not(handles, groups, monkeypatch):
     frames, values = clip(3, n=220)
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)  # the numpy cascade does not refine
     compiled = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
     numpy_only(monkeypatch)
     reference = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
@@ -102,12 +103,95 @@ def test_threads_give_bitwise_the_same_result(monkeypatch):
     frames, values = clip(5)
     columns = np.ascontiguousarray(values.T)
     args = random_segments(5, frames, values, count=300)
+    refine = np.arange(300) % 2 == 0
     monkeypatch.setattr(segment_kernel, "THREADS", 1)
-    one = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4])
+    one = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4], refine=refine)
     monkeypatch.setattr(segment_kernel, "THREADS", 3)
-    three = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4])
-    for a, b in zip((one.ok, one.pair, one.c1, one.c2, one.error), (three.ok, three.pair, three.c1, three.c2, three.error)):
+    three = segment_fit.fit_segments_of(frames, columns, *args[:4], slope=args[4], refine=refine)
+    for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
+        np.testing.assert_array_equal(getattr(one, name), getattr(three, name))
+
+
+# ------------------------------------------------------------------------------------------
+# Refined handle lengths
+# ------------------------------------------------------------------------------------------
+
+
+def test_refinement_passes_segments_the_table_misses_with_curves_that_hold():
+    # Independent check: each refined segment rebuilt from (alpha, beta, c1, c2) and evaluated the
+    # way Blender does (x(t) = frame solved anew) misses by what the kernel reported, and within
+    # the limit where it says ok.
+    frames, values = clip(11)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, limit, slope = random_segments(11, frames, values, count=400)
+    plain = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+    refined = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=True)
+    np.testing.assert_array_equal(refined.ok[plain.ok], True)  # what passed still passes, unchanged
+    np.testing.assert_array_equal(refined.alpha[plain.ok], plain.alpha[plain.ok])
+    saved = ~plain.ok & refined.ok
+    assert saved.sum() >= 5, saved.sum()
+    assert np.all(refined.error <= plain.error * (1 + 1e-12))
+    assert np.all(plain.error[saved] <= segment_fit.REFINE_GATE * limit[saved])
+    table = {tuple(ab) for ab in segment_fit.HANDLE_PAIRS.round(12)}
+    off_table = [(a, b) for a, b in zip(refined.alpha[saved].round(12), refined.beta[saved].round(12))
+                 if (a, b) not in table]
+    assert off_table  # lengths between the table's
+    for row in np.flatnonzero(~plain.ok & (refined.error < plain.error)):
+        a, b = start[row], start[row] + length[row]
+        curve = segment_fit.segment_curve(frames[a], frames[b], values[a, chan[row]], values[b, chan[row]], refined,
+                                          row)
+        inside = slice(a + 1, b)
+        worst = np.abs(curve.evaluate(frames[inside]) - values[inside, chan[row]]).max(initial=0.0)
+        assert worst <= refined.error[row] * (1 + 1e-6) + 1e-12
+        if refined.ok[row]:
+            assert worst <= limit[row] * (1 + 1e-6)
+            if np.isfinite(slope[row]):  # an aligned first handle keeps the slope it was given
+                h = frames[b] - frames[a]
+                got = (refined.c1[row] - values[a, chan[row]]) / (refined.alpha[row] * h)
+                np.testing.assert_allclose(got, slope[row], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("groups", [None, [0, 0, 1, 1, 2, 2]])
+def test_refined_search_keeps_fewer_keys_within_tolerance(groups, monkeypatch):
+    frames, values = clip(3, n=220)
+    tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
+    refined = fk.fewest_keys(values, frames, tol, groups=groups)
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)
+    plain = fk.fewest_keys(values, frames, tol, groups=groups)
+    assert refined.within_tolerance and refined.repaired_segments == 0
+    # every original frame, evaluated as Blender does, within each channel's tolerance
+    for c, curve in enumerate(refined.curves):
+        assert np.abs(curve.evaluate(frames) - values[:, c]).max() <= tol[c]
+    n_refined = sum(k.size for k in refined.key_indices)
+    n_plain = sum(k.size for k in plain.key_indices)
+    assert n_refined < n_plain, (n_refined, n_plain)
+    if groups is not None:  # still shared
+        for g in range(3):
+            np.testing.assert_array_equal(refined.key_indices[2 * g], refined.key_indices[2 * g + 1])
+
+
+def test_editable_keys_keep_the_table_handle_lengths(monkeypatch):
+    frames, values = clip(3, n=220)
+    editable = fk.fewest_keys(values, frames, 0.01, handles="EDITABLE")
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)
+    plain = fk.fewest_keys(values, frames, 0.01, handles="EDITABLE")
+    for a, b in zip(editable.key_indices, plain.key_indices):
         np.testing.assert_array_equal(a, b)
+
+
+def test_without_the_compiled_kernel_the_search_does_not_refine(monkeypatch):
+    frames, values = clip(3, n=220)
+    numpy_only(monkeypatch)
+    calls = []
+    original = fk.fit_segments_of
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("refine"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(fk, "fit_segments_of", spy)
+    fk.fewest_keys(values, frames, 0.01)
+    assert calls and all(r is None for r in calls)
 
 
 def test_two_python_threads_at_once():
@@ -153,6 +237,7 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
     assert fit.within_tolerance
     assert not segment_fit.compiled_kernel()
     monkeypatch.undo()
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)  # (the numpy cascade does not refine)
     reference = fk.fewest_keys(values, frames, 0.01)
     for a, b in zip(fit.key_indices, reference.key_indices):
         np.testing.assert_array_equal(a, b)
@@ -180,15 +265,15 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
     frames, values = clip(11)
     columns = np.ascontiguousarray(values.T)
     chan, start, length, limit, slope = random_segments(11, frames, values, count=200)
-    local = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+    refine = np.arange(chan.size) % 3 != 0
+    local = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
     worker = WorkerKernel()
     try:
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
         assert segment_fit.kernel_location() == "worker"
-        remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
-        for a, b in zip((local.ok, local.pair, local.c1, local.c2, local.error),
-                        (remote.ok, remote.pair, remote.c1, remote.c2, remote.error)):
-            np.testing.assert_array_equal(a, b)
+        remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
+        for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
+            np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
         # a whole search through the worker: the same keys
         for handles in ("FREE", "EDITABLE"):
             tol = np.full(values.shape[1], 0.01)
@@ -202,7 +287,7 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
         worker._process.kill()
         worker._process.wait()
-        again = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope)
+        again = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
         np.testing.assert_array_equal(again.error, local.error)
     finally:
         worker.close()
