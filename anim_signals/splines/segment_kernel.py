@@ -220,12 +220,18 @@ def _lawson_at(alpha, beta, u, tgt, inv, npts, y0, y1, span, sl, lim, lawson_ite
         b1[j] = st * s
         b2[j] = st * t
         r0[j] = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
-        weights[j] = 1.0
     fixed = np.isfinite(sl)
     cf = y0 + alpha * (span * sl) if fixed else 0.0
-    err = np.inf
-    c1 = 0.0
-    c2 = 0.0
+    return _lawson(npts, b1, b2, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed, ridge, lim,
+                   lawson_iterations, np.inf, 0.0, 0.0)
+
+
+def _lawson(npts, b1, b2, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed, ridge, lim, lawson_iterations,
+            err, c1, c2):  # pragma: no cover - compiled
+    """Lawson's reweighting, w <- w |r|, towards the minimax inner values for the handle lengths
+    whose basis is in b1, b2, r0; returns the best (error, c1, c2) of these and the given ones."""
+    for j in range(npts):
+        weights[j] = 1.0
     for _ in range(lawson_iterations):
         g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights, True)
         l1, l2 = _coefficients(g11, g12, g22, r1, r2, alpha, beta, y0, y1, cf, fixed, ridge)
@@ -308,37 +314,12 @@ def _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iteration
     if not np.sqrt(total / npts) <= lim:
         return False, best_pair, c1, c2, err
 
-    # 3. Lawson on the best pair: w <- w |r|, towards the minimax solution
+    # 3. Lawson on the best pair, towards the minimax solution
     _basis(best_pair, u, tgt, npts, y0, y1, table, b1, b2, r0)
-    for j in range(npts):
-        weights[j] = 1.0
     alpha = ab[best_pair, 0]
     cf = y0 + alpha * (span * sl) if fixed else 0.0
-    for _ in range(lawson_iterations):
-        g11, g12, g22, r1, r2 = _gram(npts, b1, b2, r0, inv, weights, True)
-        l1, l2 = _coefficients(g11, g12, g22, r1, r2, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge)
-        worst = 0.0
-        top = 0.0
-        bottom = 0.0
-        for j in range(npts):
-            e = (r0[j] - b1[j] * l1 - b2[j] * l2) * inv[j]
-            res[j] = e
-            if abs(e) > worst:
-                worst = abs(e)
-            top += weights[j] * e * e
-            bottom += weights[j]
-        if worst < err:
-            err, c1, c2 = worst, l1, l2
-        # the weighted RMS is at most the minimax error: past the limit, the pair is given up
-        if not (worst > lim and np.sqrt(top / bottom) <= lim):
-            break
-        biggest = 0.0
-        for j in range(npts):
-            weights[j] = weights[j] * abs(res[j]) + 1e-300
-            if weights[j] > biggest:
-                biggest = weights[j]
-        for j in range(npts):
-            weights[j] /= biggest
+    err, c1, c2 = _lawson(npts, b1, b2, r0, inv, weights, res, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge, lim,
+                          lawson_iterations, err, c1, c2)
     return err <= lim, best_pair, c1, c2, err
 
 
@@ -399,7 +380,7 @@ def _compile_lazily() -> None:
     numba_config.CACHE_DIR = _cache_dir() or previous
     try:
         namespace = globals()
-        for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_cascade", "_lawson_at",
+        for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
                      "_one_segment", "_batch"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
