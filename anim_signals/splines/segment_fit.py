@@ -65,8 +65,8 @@ HANDLE_PAIRS = np.array([(1 / 3, 1 / 3)] + [(a, b) for a in _LENGTHS for b in _L
 LAWSON_ITERATIONS = 12
 # Where asked (Fewest Keys asks at the end of each key's search), the compiled test refines the
 # handle lengths of a segment that the table misses by at most this many times its limit (0: never).
-# Fewer keys than without (1,500 x 306 clip / sexy_01_000): 1.5 -> 3.7 / 3.8 %, 2.0 -> 4.1 / 4.6 %
-# (7 % more time than 1.5), 3.0 -> 4.1 / 4.9 %. The numpy cascade does not refine (a fallback: a
+# Fewer keys than without (1,500 x 306 clip / sexy_01_000): 1.5 -> 3.7 / 2.6 %, 2.0 -> 4.1 / 3.4 %
+# (7 % more time than 1.5), 3.0 -> 4.1 / 3.6 %. The numpy cascade does not refine (a fallback: a
 # few % more keys).
 REFINE_GATE = 2.0
 # Between frames: the midpoint between two samples must stay within the tolerance of their range.
