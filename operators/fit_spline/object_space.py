@@ -19,9 +19,10 @@ max errors, as do the checks made while planning (a clip whose curves are all co
 per-curve max errors is refused as nothing to fit).
 
 Numbers (CMU 131_03, 1102 frames x 96 curves, 31 bones, scaled to metres; every vertex measured at
-every frame): 1 cm -> 2319 keys, 0.93 cm measured (Per Curve needs 0.15 deg / 0.003 for 0.83 cm:
-3245 keys); 0.5 cm -> 3054 keys (Per Curve 0.1 deg / 0.002: 3771 keys, 0.53 cm). The bound's own
-tolerances (no relaxation) give 3966 keys at 0.24 cm for 1 cm.
+every frame; docs/benchmark_fit_object_space.md): 1 cm -> 2279 keys, 0.87 cm measured (Per Curve
+needs 0.15 deg / 0.003 for 0.83 cm: 3245 keys); 0.5 cm -> 2935 keys, 0.46 cm (Per Curve 0.1 deg /
+0.002: 3771 keys, 0.53 cm). The bound's own tolerances (no relaxation) give 3966 keys at 0.24 cm
+for 1 cm.
 """
 
 from __future__ import annotations
