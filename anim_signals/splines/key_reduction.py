@@ -55,6 +55,8 @@ CORNER_GAIN = 3.0
 CORNER_MIN_SAMPLES = 4
 # Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
 PROBES = 1
+# The length tried first from the first key (later keys start from the last segment's length).
+FIRST_LENGTH = 8
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,11 @@ def iter_fewest_keys(
             chosen = _refit(frames, values, [paths.get(c, np.array([0])) for c in range(m)], moving, limit)
         else:
             labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
-            chosen = yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)
+            compiled = None
+            if handles == "FREE" and labels.max() + 1 == moving.size:
+                compiled = yield from _compiled_search(frames, values, limit, moving)
+            chosen = (compiled if compiled is not None
+                      else (yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)))
     yield 0.97
     curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
     for lane, c in enumerate(moving):
@@ -327,7 +333,7 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     key = np.zeros(units, int)
     lo = np.ones(units, int)
     hi = np.zeros(units, int)
-    guess = np.full(units, 8)
+    guess = np.full(units, FIRST_LENGTH)
     trial = np.minimum(guess, n - 1)
     probing = np.zeros(units, bool)
     refining = np.zeros(units, bool)  # past the cascade's last length: one further at a time, refined
@@ -430,6 +436,29 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
         nxt = np.where(refining[nxt_units], np.minimum(lo[nxt_units] + 1, room), nxt)
         trial[nxt_units] = np.maximum(nxt, 1)
         yield 0.95 * float(np.mean(key[:groups])) / max(n - 1, 1)
+    return chosen
+
+
+def _compiled_search(frames, values, limit, moving) -> Generator[float, None, list[_Chosen] | None]:
+    """:func:`_greedy` for channels that each keep their own keys, each channel's search run whole in
+    compiled code (the same keys; :func:`.segment_fit.search_channels_of`), a share of the channels
+    per step for progress. None when it cannot run (no compiled kernel, or one that failed)."""
+    columns = np.ascontiguousarray(values.T)
+    share = max(4, -(-moving.size // 16))
+    chosen: list[_Chosen] = []
+    for first in range(0, moving.size, share):
+        part = moving[first:first + share]
+        found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES, FIRST_LENGTH)
+        if found is None:
+            return None
+        counts, keys, fits = found
+        key_end = np.cumsum(counts)
+        fit_end = key_end - np.arange(1, part.size + 1)
+        for i, count in enumerate(counts):
+            k = keys[key_end[i] - count:key_end[i]].tolist()
+            f = fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()
+            chosen.append(_Chosen(k, f[0], f[1], f[2], f[3], [False] * count))
+        yield 0.95 * (first + part.size) / moving.size
     return chosen
 
 

@@ -421,7 +421,11 @@ def kernel_location() -> str:
     kernel = _kernel()
     if kernel is None or KERNEL_FAILURE:
         return "numpy"
-    return "process" if getattr(kernel, "__module__", "").endswith("segment_kernel") else "worker"
+    return "process" if _in_process(kernel) else "worker"
+
+
+def _in_process(kernel) -> bool:
+    return getattr(kernel, "__module__", "") == f"{__package__}.segment_kernel"
 
 
 # Why the compiled kernel was given up in this process (empty while it works).
@@ -467,6 +471,33 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
             found.ok, found.pair, found.c1, found.c2, found.error)
     out.alpha, out.beta = HANDLE_PAIRS[out.pair, 0], HANDLE_PAIRS[out.pair, 1]
     return out
+
+
+def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int):
+    """:func:`.key_reduction._greedy`'s search for channels that each keep their own keys, run whole
+    in compiled code (:func:`.segment_kernel.search_channels`, in this process or the worker).
+
+    Returns ``(counts, keys, fits)`` as that function does, or None where the search must run in
+    Python: no compiled kernel, a kernel without a whole search (a stand-in), or one that failed
+    (then recorded, warned about once, and the numpy cascade runs from here on).
+    """
+    kernel = _kernel()
+    if kernel is None or KERNEL_FAILURE:
+        return None
+    search = getattr(kernel, "search", None)  # the worker's
+    if search is None and _in_process(kernel):
+        from .segment_kernel import search_channels as search
+    if search is None:
+        return None
+    try:
+        return search(frames, columns, np.asarray(chan, dtype=np.int64), np.asarray(limit, dtype=float),
+                      HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE,
+                      REFINE_GATE if refine else 0.0, probes, first_length)
+    except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: the Python search on numpy runs instead
+        KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
+        warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "
+                      "running the numpy one (5-8x slower)", RuntimeWarning, stacklevel=2)
+        return None
 
 
 def segment_feasible(

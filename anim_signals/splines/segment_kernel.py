@@ -15,6 +15,7 @@ forces the fallback.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ import numpy as np
 from numba import njit
 from numba.core import config as numba_config
 
-__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "fit_segment_batch"]
+__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "fit_segment_batch", "search_channels"]
 
 # The refinement of handle lengths: a pattern search around the table's best pair, along each
 # length in turn (the diagonals too keep 0.7 % fewer keys for twice the time), with Lawson at each
@@ -178,8 +179,8 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
                     continue
                 ta = min(max(alpha + da * step, REFINE_SHORTEST), 1.0)
                 tb = min(max(beta + db * step, REFINE_SHORTEST), 1.0)
-                e, q1, q2 = _lawson_at(ta, tb, u, tgt, inv, npts, y0, y1, span, sl, lim, lawson_iterations, ridge,
-                                       b1, b2, r0, weights, res)
+                e, q1, q2 = _lawson_at(ta, tb, u, tgt, inv, npts, length - 1, y0, y1, span, sl, lim,
+                                       lawson_iterations, ridge, ne, b1, b2, r0, weights, res)
                 if e < ne:
                     na, nb, ne, n1, n2 = ta, tb, e, q1, q2
         if ne < err:
@@ -190,31 +191,19 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
     return False, pair, alpha, beta, c1, c2, err
 
 
-def _lawson_at(alpha, beta, u, tgt, inv, npts, y0, y1, span, sl, lim, lawson_iterations, ridge,
+def _lawson_at(alpha, beta, u, tgt, inv, npts, ns, y0, y1, span, sl, lim, lawson_iterations, ridge, bound,
                b1, b2, r0, weights, res):  # pragma: no cover - compiled
     """Lawson's iterations (as the cascade's third stage) for handle lengths (alpha, beta) off the
-    table: x(t) = u solved at every point (12 bisections, then Newton kept in the bracket).
-    Returns (least max error in allowances, c1, c2)."""
+    table, given up once they cannot beat ``bound``: x(t) = u solved at every point (the samples,
+    the first ``ns`` points, and the midpoints each run in increasing u: each solve starts from
+    the last). Returns (least max error in allowances, c1, c2)."""
     q1 = alpha
     q2 = 1.0 - beta
+    t = 0.0
     for j in range(npts):
-        uj = u[j]
-        lo = 0.0
-        hi = 1.0
-        for _ in range(12):
-            mid = 0.5 * (lo + hi)
-            s = 1.0 - mid
-            if 3.0 * s * s * mid * q1 + 3.0 * s * mid * mid * q2 + mid * mid * mid < uj:
-                lo = mid
-            else:
-                hi = mid
-        t = 0.5 * (lo + hi)
-        for _ in range(3):
-            s = 1.0 - t
-            x = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t
-            slope = 3.0 * s * s * q1 + 6.0 * s * t * (q2 - q1) + 3.0 * t * t * (1.0 - q2)
-            if slope > 0.0:
-                t = min(max(t - (x - uj) / slope, lo), hi)
+        if j == 0 or j == ns:
+            t = 0.0
+        t = _solve_t(u[j], q1, q2, t)
         s = 1.0 - t
         st = 3.0 * s * t
         b1[j] = st * s
@@ -223,13 +212,42 @@ def _lawson_at(alpha, beta, u, tgt, inv, npts, y0, y1, span, sl, lim, lawson_ite
     fixed = np.isfinite(sl)
     cf = y0 + alpha * (span * sl) if fixed else 0.0
     return _lawson(npts, b1, b2, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed, ridge, lim,
-                   lawson_iterations, np.inf, 0.0, 0.0)
+                   lawson_iterations, np.inf, 0.0, 0.0, bound)
+
+
+def _solve_t(uj, q1, q2, lo):  # pragma: no cover - compiled
+    """The t in [lo, 1] where the segment's x(t) = 0, q1, q2, 1 Bezier reaches uj (x is monotone for
+    handles within the segment): Newton from ``lo``, kept in the bracket by bisection."""
+    hi = 1.0
+    t = lo
+    for _ in range(60):
+        s = 1.0 - t
+        x = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t
+        d = x - uj
+        if d == 0.0:
+            return t
+        if d < 0.0:
+            lo = t
+        else:
+            hi = t
+        if hi - lo <= 1e-15:
+            return t
+        slope = 3.0 * s * s * q1 + 6.0 * s * t * (q2 - q1) + 3.0 * t * t * (1.0 - q2)
+        step = d / slope if slope > 0.0 else 2.0
+        nt = t - step
+        if not (lo < nt < hi):
+            nt = 0.5 * (lo + hi)
+        elif abs(step) <= 1e-15:
+            return nt
+        t = nt
+    return t
 
 
 def _lawson(npts, b1, b2, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed, ridge, lim, lawson_iterations,
-            err, c1, c2):  # pragma: no cover - compiled
+            err, c1, c2, bound):  # pragma: no cover - compiled
     """Lawson's reweighting, w <- w |r|, towards the minimax inner values for the handle lengths
-    whose basis is in b1, b2, r0; returns the best (error, c1, c2) of these and the given ones."""
+    whose basis is in b1, b2, r0; returns the best (error, c1, c2) of these and the given ones.
+    Stops once the minimax error is known to be at least ``bound`` (or the limit)."""
     for j in range(npts):
         weights[j] = 1.0
     for _ in range(lawson_iterations):
@@ -247,8 +265,10 @@ def _lawson(npts, b1, b2, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed,
             bottom += weights[j]
         if worst < err:
             err, c1, c2 = worst, l1, l2
-        # the weighted RMS is at most the minimax error: past the limit, these lengths are given up
-        if not (worst > lim and np.sqrt(top / bottom) <= lim):
+        # the weighted RMS is at most the minimax error: past the limit or the bound, these lengths
+        # are given up
+        rms = np.sqrt(top / bottom)
+        if not (worst > lim and rms <= lim and rms < bound):
             break
         biggest = 0.0
         for j in range(npts):
@@ -319,7 +339,7 @@ def _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iteration
     alpha = ab[best_pair, 0]
     cf = y0 + alpha * (span * sl) if fixed else 0.0
     err, c1, c2 = _lawson(npts, b1, b2, r0, inv, weights, res, alpha, ab[best_pair, 1], y0, y1, cf, fixed, ridge, lim,
-                          lawson_iterations, err, c1, c2)
+                          lawson_iterations, err, c1, c2, np.inf)
     return err <= lim, best_pair, c1, c2, err
 
 
@@ -353,6 +373,97 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
         error[s] = e
 
 
+def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
+                    first_length, keys, fits):  # pragma: no cover - compiled
+    """:func:`.key_reduction._greedy`'s search for one channel alone (FREE handles, keys not shared),
+    step for step: the same lengths tried in the same order, so the same keys. Writes the keys
+    (sample indices) to ``keys`` and each segment's (alpha, beta, c1, c2) to ``fits[:, s]``;
+    returns the number of keys."""
+    y = columns[c]
+    n = frames.shape[0]
+    size = 2 * n + 1
+    u = np.empty(size)
+    tgt = np.empty(size)
+    inv = np.empty(size)
+    b1 = np.empty(size)
+    b2 = np.empty(size)
+    r0 = np.empty(size)
+    weights = np.empty(size)
+    res = np.empty(size)
+    keys[0] = 0
+    count = 1
+    if n < 2:
+        return count
+    key = 0
+    lo = 1
+    hi = 0
+    probing = False
+    refining = False
+    probes_left = probes
+    trial = min(first_length, n - 1)
+    best_a = 0.0
+    best_b = 0.0
+    best_1 = 0.0
+    best_2 = 0.0
+    while True:
+        gate = refine_gate if refining else 0.0
+        ok, _, va, vb, v1, v2, _ = _one_segment(frames, y, key, trial, lim, np.nan, ab, table, between,
+                                                lawson_iterations, ridge, gate, u, tgt, inv, b1, b2, r0, weights, res)
+        probe = probing
+        refined = refining
+        if ok:
+            lo = trial
+            best_a, best_b, best_1, best_2 = va, vb, v1, v2
+            if probe:
+                hi = 0  # a longer segment past an infeasible one: keep growing from it
+        elif not probe:
+            hi = trial
+        probing = False
+        room = n - 1 - key
+        settled = (lo == room or (hi > 0 and hi - lo <= 1) or (probe and not ok)) and not refined
+        ask = settled and not probe and lo < room and probes_left > 0
+        if ask:
+            probes_left -= 1
+            probing = True
+            trial = min(room, 2 * hi + 2)
+        start_refining = settled and not ask and lo < room and refine_gate > 0.0
+        if start_refining:
+            refining = True
+        refined_done = refined and (not ok or lo == room)
+        if refined_done:
+            refining = False
+        if (settled and not ask and not start_refining) or refined_done:
+            if lo == 1:  # never tested (one step always passes): fit it now
+                _, _, best_a, best_b, best_1, best_2, _ = _one_segment(
+                    frames, y, key, 1, lim, np.nan, ab, table, between, lawson_iterations, ridge, 0.0,
+                    u, tgt, inv, b1, b2, r0, weights, res)
+            fits[0, count - 1] = best_a
+            fits[1, count - 1] = best_b
+            fits[2, count - 1] = best_1
+            fits[3, count - 1] = best_2
+            key += lo
+            keys[count] = key
+            count += 1
+            if key >= n - 1:
+                return count
+            first_length = max(lo, 2)
+            lo = 1
+            hi = 0
+            probes_left = probes
+            refining = False
+        if not probing:
+            room = n - 1 - key
+            if refining:
+                nxt = min(lo + 1, room)
+            elif lo == 1 and hi == 0:
+                nxt = min(first_length, room)
+            elif hi == 0:
+                nxt = min(lo * 2, room)
+            else:
+                nxt = (lo + hi) // 2
+            trial = max(nxt, 1)
+
+
 def _cache_dir() -> str:
     """Where numba keeps the compiled functions: one folder per name this module was imported under.
 
@@ -381,7 +492,7 @@ def _compile_lazily() -> None:
     try:
         namespace = globals()
         for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
-                     "_one_segment", "_batch"):
+                     "_one_segment", "_batch", "_search_channel", "_solve_t"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
@@ -441,3 +552,48 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
     for job in jobs:
         job.result()
     return outputs
+
+
+def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
+                    first_length):
+    """:func:`.key_reduction._greedy`'s search for channels that each keep their own keys (FREE
+    handles), run whole in compiled code: channel ``chan[i]`` (row of ``columns``) within
+    ``limit[i]``, the handle lengths refined where the table misses by at most ``refine_gate``
+    times the limit (0: never).
+
+    The Python search steps all channels together, one batch of segments per round: a long clip
+    takes thousands of rounds of a few segments each, and their overhead and the second core left
+    idle were most of its time. Here each channel's search runs from start to end in one call,
+    channels handed out one at a time to the threads as they come free.
+
+    Returns ``(counts, keys, fits)``: ``counts`` (k,) keys per channel, ``keys`` (sum(counts),) the
+    channels' key sample indices one after another, ``fits`` (4, sum(counts) - k) each segment's
+    (alpha, beta, c1, c2), in the same order.
+    """
+    frames = np.ascontiguousarray(frames, dtype=np.float64)
+    columns = np.ascontiguousarray(columns, dtype=np.float64)
+    chan = np.asarray(chan, dtype=np.int64)
+    limit = np.asarray(limit, dtype=np.float64)
+    ab = np.ascontiguousarray(ab, dtype=np.float64)
+    table = np.ascontiguousarray(table, dtype=np.float64)
+    n = frames.shape[0]
+    k = chan.size
+    counts = np.zeros(k, np.int64)
+    keys = np.zeros((k, max(n, 1)), np.int64)
+    fits = np.zeros((k, 4, max(n - 1, 1)))
+    handed_out = itertools.count()  # next() on it is atomic under the GIL
+
+    def work() -> None:
+        while (i := next(handed_out)) < k:
+            counts[i] = _search_channel(frames, columns, int(chan[i]), float(limit[i]), ab, table, bool(between),
+                                        int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
+                                        int(first_length), keys[i], fits[i])
+
+    jobs = [_pool().submit(work) for _ in range(min(THREADS, k) - 1)]
+    work()  # the calling thread takes a share too
+    for job in jobs:
+        job.result()
+    flat_keys = np.concatenate([keys[i, :counts[i]] for i in range(k)]) if k else np.zeros(0, np.int64)
+    flat_fits = (np.concatenate([fits[i, :, :counts[i] - 1] for i in range(k)], axis=1) if k
+                 else np.zeros((4, 0)))
+    return counts, flat_keys, flat_fits

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -192,29 +193,62 @@ class WorkerKernel:
     def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
                  ridge, refine_gate=None):
         with self._lock:
-            if self._process is not None and self._process.poll() is not None:
-                _end(self._process)  # it died since the last batch: reap it, start another
-                self._process = None
-            process = self._process if self._process is not None else self._start()
-            assert process.stdin is not None and process.stdout is not None
-            # The clip (and the handle-pair tables) go over once per fit: the search passes the same
-            # arrays to every batch (held here, their identity cannot be reused by other arrays).
-            clip = (frames, columns, ab, table)
-            stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
-            if self._clip is None or any(a is not b for a, b in zip(self._clip, clip)):
-                _send(stdin, ("clip", tuple(np.ascontiguousarray(a, dtype=np.float64) for a in clip)))
-                self._clip = clip
+            process = self._running()
+            stdin, stdout = self._send_clip(process, frames, columns, ab, table)
             try:
                 gate = np.zeros(len(chan)) if refine_gate is None else np.broadcast_to(refine_gate, (len(chan),))
                 _send_batch(stdin, (chan, start, length, limit, slope, gate), between, lawson_iterations, ridge)
                 answer = _receive_answer(stdout, len(chan))
             except (OSError, EOFError) as exc:
-                self._process, self._clip = None, None
-                _end(process)
-                raise RuntimeError(f"the segment worker stopped ({type(exc).__name__}: {exc})") from exc
+                self._stopped(process, exc)
         if isinstance(answer, str):
             raise RuntimeError(f"the segment worker failed: {answer}")
         return answer
+
+    def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
+               probes, first_length):
+        """:func:`.segment_kernel.search_channels` answered by the child."""
+        with self._lock:
+            process = self._running()
+            stdin, stdout = self._send_clip(process, frames, columns, ab, table)
+            try:
+                _send(stdin, ("search", (np.ascontiguousarray(chan, dtype=np.int64),
+                                         np.ascontiguousarray(limit, dtype=np.float64), bool(between),
+                                         int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
+                                         int(first_length))))
+                answer = _receive_answer(stdout, 0)
+            except (OSError, EOFError) as exc:
+                self._stopped(process, exc)
+        if isinstance(answer, str):
+            raise RuntimeError(f"the segment worker failed: {answer}")
+        return answer
+
+    def _running(self) -> subprocess.Popen:
+        if self._process is not None and self._process.poll() is not None:
+            _end(self._process)  # it died since the last request: reap it, start another
+            self._process = None
+        process = self._process if self._process is not None else self._start()
+        assert process.stdin is not None and process.stdout is not None
+        return process
+
+    def _send_clip(self, process, frames, columns, ab, table) -> tuple[int, int]:
+        """Send the clip (and the handle-pair tables) once per fit: the search passes the same arrays to
+        every request (held here, their identity cannot be reused by other arrays)."""
+        assert process.stdin is not None and process.stdout is not None
+        clip = (frames, columns, ab, table)
+        stdin, stdout = process.stdin.fileno(), process.stdout.fileno()
+        if self._clip is None or any(a is not b for a, b in zip(self._clip, clip)):
+            try:
+                _send(stdin, ("clip", tuple(np.ascontiguousarray(a, dtype=np.float64) for a in clip)))
+            except (OSError, EOFError) as exc:
+                self._stopped(process, exc)
+            self._clip = clip
+        return stdin, stdout
+
+    def _stopped(self, process, exc) -> NoReturn:
+        self._process, self._clip = None, None
+        _end(process)
+        raise RuntimeError(f"the segment worker stopped ({type(exc).__name__}: {exc})") from exc
 
     def close(self) -> None:
         """End the child process (it is started again when needed)."""
@@ -265,6 +299,14 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                 _send(stdout, "compiled")
             elif op == "clip":
                 clip = payload
+            elif op == "search":
+                assert clip is not None
+                from .segment_kernel import search_channels
+
+                frames, columns, ab, table = clip
+                chan, limit, between, lawson_iterations, ridge, gate, probes, first_length = payload
+                _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
+                                              ridge, gate, probes, first_length))
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip

@@ -112,6 +112,44 @@ def test_threads_give_bitwise_the_same_result(monkeypatch):
         np.testing.assert_array_equal(getattr(one, name), getattr(three, name))
 
 
+def python_search(monkeypatch):
+    """Make Fewest Keys step its channels together in Python (one compiled batch per round)."""
+    def unavailable(*args):
+        return None
+        yield  # a generator, as _compiled_search is
+
+    monkeypatch.setattr(fk, "_compiled_search", unavailable)
+
+
+@pytest.mark.parametrize("gate", [0.0, 2.0])
+def test_compiled_search_takes_the_keys_of_the_python_search(gate, monkeypatch):
+    # Each channel's whole search in compiled code against the Python search stepping every
+    # channel together: the same lengths tried in the same order, so bitwise the same curves.
+    frames, values = clip(6, n=260, m=8)
+    values[:, 7] = 0.3  # a constant channel among them
+    tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01, 0.002, 0.01])
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", gate)
+    calls = []
+    original = segment_fit.search_channels_of
+    monkeypatch.setattr(segment_fit, "search_channels_of", lambda *a: calls.append(a[2]) or original(*a))
+    whole = fk.fewest_keys(values, frames, tol)
+    assert sorted(np.concatenate(calls).tolist()) == list(range(7))  # every moving channel searched compiled
+    python_search(monkeypatch)
+    stepped = fk.fewest_keys(values, frames, tol)
+    assert whole.within_tolerance and whole.n_keys < 0.5 * values.size
+    for a, b in zip(whole.curves, stepped.curves):
+        for name in ("co", "handle_left", "handle_right"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    np.testing.assert_array_equal(whole.max_abs_error, stepped.max_abs_error)
+
+
+def test_compiled_search_reports_progress_per_share_of_channels():
+    frames, values = clip(6, n=120, m=40)
+    seen = []
+    fk.fewest_keys(values, frames, 0.01, progress=seen.append)
+    assert len(seen) >= 5 and seen == sorted(seen) and seen[-1] == 1.0
+
+
 # ------------------------------------------------------------------------------------------
 # Refined handle lengths
 # ------------------------------------------------------------------------------------------
