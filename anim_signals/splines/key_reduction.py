@@ -345,8 +345,14 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     while searching.any():
         rows = np.flatnonzero(searching[unit_of])  # lanes
         lengths = trial[unit_of[rows]]
+        warm = None
+        if refine:
+            # growing a segment: the lengths that held one sample shorter are tried first
+            grown = refining[unit_of[rows]]
+            warm = (np.where(grown, best[0, rows], np.nan), np.where(grown, best[1, rows], np.nan))
         found = fit_segments_of(frames, columns, chan[rows], key[unit_of[rows]], lengths, limit[chan[rows]],
-                                slope=slope[rows], refine=refining[unit_of[rows]] if refine else None)
+                                slope=slope[rows], refine=refining[unit_of[rows]] if refine else None,
+                                start_lengths=warm)
         ok = found.ok
         fits = np.stack([found.alpha, found.beta, found.c1, found.c2])
         tested = np.flatnonzero(searching)

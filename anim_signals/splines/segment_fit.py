@@ -437,11 +437,15 @@ def compiled_kernel() -> bool:
     return _kernel() is not None and not KERNEL_FAILURE
 
 
-def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, refine=None) -> SegmentFit:
+def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, refine=None,
+                    start_lengths=None) -> SegmentFit:
     """The cascade for segments given by channel (row of ``columns``), first sample and length.
 
     ``refine`` (bool, or bool per segment): refine the handle lengths of segments the cascade
-    misses by at most :data:`REFINE_GATE` times their limit (compiled kernel only).
+    misses by at most :data:`REFINE_GATE` times their limit (compiled kernel only); with
+    ``start_lengths`` (alpha, beta), each (n,), NaN where none, a refined segment tries and refines
+    those handle lengths first (the ones that held one sample shorter) and runs the cascade only
+    where they fail.
 
     Compiled when numba is there (:mod:`.segment_kernel`: no padding, segments in parallel
     threads), else :func:`build_segments` and :func:`fit_segments` with padding to powers of two.
@@ -453,9 +457,10 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
     if kernel is not None and not KERNEL_FAILURE:
         try:
             gate = None if refine is None else np.where(np.broadcast_to(refine, chan.shape), REFINE_GATE, 0.0)
+            sa, sb = (None, None) if start_lengths is None else start_lengths
             ok, pair, alpha, beta, c1, c2, error = kernel(
                 frames, columns, chan, start, length, limit, slope, HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES,
-                LAWSON_ITERATIONS, _RIDGE, gate)
+                LAWSON_ITERATIONS, _RIDGE, gate, sa, sb)
             return SegmentFit(ok, pair, c1, c2, error, alpha, beta)
         except Exception as exc:  # noqa: BLE001 - a compiler that fails here: the numpy cascade gives the same
             KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")

@@ -149,20 +149,47 @@ def _max_error(npts, b1, b2, r0, inv, c1, c2, bound):  # pragma: no cover - comp
 
 
 def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_iterations, ridge, refine_gate,
-                 u, tgt, inv, b1, b2, r0, weights, res):  # pragma: no cover - compiled
+                 start_alpha, start_beta, u, tgt, inv, b1, b2, r0, weights, res):  # pragma: no cover - compiled
     """The cascade for one segment, then the refinement of the handle lengths where it missed by at
-    most ``refine_gate`` times the limit: (ok, pair, alpha, beta, c1, c2, error)."""
-    ok, pair, c1, c2, err = _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iterations, ridge,
-                                     u, tgt, inv, b1, b2, r0, weights, res)
+    most ``refine_gate`` times the limit: (ok, pair, alpha, beta, c1, c2, error).
+
+    With start lengths (not NaN) and a gate, those lengths (the ones that held one sample shorter,
+    when the search grows a segment) are tried and refined first, the cascade only where they fail."""
+    y0 = y[a]
+    y1 = y[a + length]
+    span = frames[a + length] - frames[a]
+    warm = refine_gate > 0.0 and np.isfinite(start_alpha) and np.isfinite(start_beta) and lawson_iterations > 0
+    if warm:
+        npts = _points(frames, y, a, length, lim, between, u, tgt, inv)
+        if npts > 0:
+            err, c1, c2 = _lawson_at(start_alpha, start_beta, u, tgt, inv, npts, length - 1, y0, y1, span, sl, lim,
+                                     lawson_iterations, ridge, np.inf, b1, b2, r0, weights, res)
+            ok = err <= lim
+            alpha = start_alpha
+            beta = start_beta
+            if not ok and err <= refine_gate * lim:
+                ok, alpha, beta, c1, c2, err = _refine(alpha, beta, err, c1, c2, u, tgt, inv, npts, length - 1, y0,
+                                                        y1, span, sl, lim, lawson_iterations, ridge, b1, b2, r0,
+                                                        weights, res)
+            if ok:
+                return ok, 0, alpha, beta, c1, c2, err
+    ok, pair, c1, c2, err = _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iterations,
+                                     ridge, u, tgt, inv, b1, b2, r0, weights, res)
     alpha = ab[pair, 0]
     beta = ab[pair, 1]
     if ok or not err <= refine_gate * lim or lawson_iterations == 0:
         return ok, pair, alpha, beta, c1, c2, err
-    y0 = y[a]
-    y1 = y[a + length]
-    span = frames[a + length] - frames[a]
     # (the interior points are still those of this segment: the cascade built them)
     npts = length - 1 + (length if between else 0)
+    ok, alpha, beta, c1, c2, err = _refine(alpha, beta, err, c1, c2, u, tgt, inv, npts, length - 1, y0, y1, span,
+                                           sl, lim, lawson_iterations, ridge, b1, b2, r0, weights, res)
+    return ok, pair, alpha, beta, c1, c2, err
+
+
+def _refine(alpha, beta, err, c1, c2, u, tgt, inv, npts, ns, y0, y1, span, sl, lim, lawson_iterations, ridge,
+            b1, b2, r0, weights, res):  # pragma: no cover - compiled
+    """The pattern search over handle lengths from (alpha, beta) with error ``err``: (ok, alpha,
+    beta, c1, c2, error), the best found."""
     step = REFINE_STEP
     for _ in range(REFINE_LEVELS):
         # the four neighbours at this step; the centre moves to the best one that improves on it
@@ -179,16 +206,16 @@ def _one_segment(frames, y, a, length, lim, sl, ab, table, between, lawson_itera
                     continue
                 ta = min(max(alpha + da * step, REFINE_SHORTEST), 1.0)
                 tb = min(max(beta + db * step, REFINE_SHORTEST), 1.0)
-                e, q1, q2 = _lawson_at(ta, tb, u, tgt, inv, npts, length - 1, y0, y1, span, sl, lim,
+                e, q1, q2 = _lawson_at(ta, tb, u, tgt, inv, npts, ns, y0, y1, span, sl, lim,
                                        lawson_iterations, ridge, ne, b1, b2, r0, weights, res)
                 if e < ne:
                     na, nb, ne, n1, n2 = ta, tb, e, q1, q2
         if ne < err:
             alpha, beta, err, c1, c2 = na, nb, ne, n1, n2
             if err <= lim:
-                return True, pair, alpha, beta, c1, c2, err
+                return True, alpha, beta, c1, c2, err
         step *= 0.5
-    return False, pair, alpha, beta, c1, c2, err
+    return False, alpha, beta, c1, c2, err
 
 
 def _lawson_at(alpha, beta, u, tgt, inv, npts, ns, y0, y1, span, sl, lim, lawson_iterations, ridge, bound,
@@ -344,7 +371,8 @@ def _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iteration
 
 
 def _batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations, ridge,
-           refine_gate, first, step, ok, pair, alpha, beta, c1, c2, error):  # pragma: no cover - compiled
+           refine_gate, start_alpha, start_beta, first, step, ok, pair, alpha, beta, c1, c2,
+           error):  # pragma: no cover - compiled
     """Segments first, first + step, ... one after another (without the GIL: threads run them side by side)."""
     stop = chan.shape[0]
     most = 1
@@ -362,8 +390,8 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
     res = np.empty(size)
     for s in range(first, stop, step):
         o, p, va, vb, v1, v2, e = _one_segment(frames, columns[chan[s]], start[s], length[s], limit[s], slope[s],
-                                               ab, table, between, lawson_iterations, ridge, refine_gate[s], u, tgt,
-                                               inv, b1, b2, r0, weights, res)
+                                               ab, table, between, lawson_iterations, ridge, refine_gate[s],
+                                               start_alpha[s], start_beta[s], u, tgt, inv, b1, b2, r0, weights, res)
         ok[s] = o
         pair[s] = p
         alpha[s] = va
@@ -407,8 +435,10 @@ def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iteratio
     best_2 = 0.0
     while True:
         gate = refine_gate if refining else 0.0
+        warm_a = best_a if refining else np.nan
         ok, _, va, vb, v1, v2, _ = _one_segment(frames, y, key, trial, lim, np.nan, ab, table, between,
-                                                lawson_iterations, ridge, gate, u, tgt, inv, b1, b2, r0, weights, res)
+                                                lawson_iterations, ridge, gate, warm_a, best_b, u, tgt, inv, b1, b2,
+                                                r0, weights, res)
         probe = probing
         refined = refining
         if ok:
@@ -435,8 +465,8 @@ def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iteratio
         if (settled and not ask and not start_refining) or refined_done:
             if lo == 1:  # never tested (one step always passes): fit it now
                 _, _, best_a, best_b, best_1, best_2, _ = _one_segment(
-                    frames, y, key, 1, lim, np.nan, ab, table, between, lawson_iterations, ridge, 0.0,
-                    u, tgt, inv, b1, b2, r0, weights, res)
+                    frames, y, key, 1, lim, np.nan, ab, table, between, lawson_iterations, ridge, 0.0, np.nan,
+                    np.nan, u, tgt, inv, b1, b2, r0, weights, res)
             fits[0, count - 1] = best_a
             fits[1, count - 1] = best_b
             fits[2, count - 1] = best_1
@@ -492,7 +522,7 @@ def _compile_lazily() -> None:
     try:
         namespace = globals()
         for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
-                     "_one_segment", "_batch", "_search_channel", "_solve_t"):
+                     "_one_segment", "_batch", "_search_channel", "_solve_t", "_refine"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
@@ -514,11 +544,12 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
-                      ridge, refine_gate=None):
+                      ridge, refine_gate=None, start_alpha=None, start_beta=None):
     """Run the cascade on n segments: channel ``chan`` (row of ``columns``, C-contiguous), first sample
     ``start``, ``length`` samples, accepted error ``limit``, fixed first slope ``slope`` (NaN: free).
     Segments the cascade misses by at most ``refine_gate`` (n,) times their limit get their handle
-    lengths refined (0 or None: never).
+    lengths refined (0 or None: never); where ``start_alpha`` and ``start_beta`` (n,) are not NaN
+    (and the gate is not 0), those lengths are tried and refined before the cascade.
 
     Returns ``(ok, pair, alpha, beta, c1, c2, error)``, each shape (n,): ``pair`` the table's best
     pair, ``alpha`` and ``beta`` the handle lengths found (the pair's unless refined).
@@ -538,8 +569,8 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
             np.ascontiguousarray(length, dtype=np.int64), np.ascontiguousarray(limit, dtype=np.float64),
             np.ascontiguousarray(slope, dtype=np.float64), np.ascontiguousarray(ab, dtype=np.float64),
             np.ascontiguousarray(table, dtype=np.float64), bool(between), int(lawson_iterations), float(ridge),
-            np.zeros(n) if refine_gate is None else np.ascontiguousarray(np.broadcast_to(refine_gate, (n,)),
-                                                                          dtype=np.float64))
+            *(np.full(n, fill) if given is None else np.ascontiguousarray(np.broadcast_to(given, (n,)), dtype=np.float64)
+              for given, fill in ((refine_gate, 0.0), (start_alpha, np.nan), (start_beta, np.nan))))
     outputs = (ok, pair, alpha, beta, c1, c2, error)
     parts = 1 if n < _SPLIT_MIN or THREADS == 1 else THREADS
     if parts == 1:
