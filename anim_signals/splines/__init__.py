@@ -33,6 +33,9 @@ segment_fit
 object_space
     Object-space error bounds for a rig (ACL's virtual vertices): per-channel tolerances that
     keep every joint within X, :func:`joint_tolerances`; :func:`tighten_chains` for verification.
+pose_kinematics
+    Blender's pose evaluation for plain rigs in numpy (:func:`pose_vertices`): the object-space
+    measures that steer the "Joints" fit, on whole clips at once.
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
@@ -41,6 +44,7 @@ from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_ch
 from .key_reduction import FewestKeys, fewest_keys, iter_fewest_keys
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
 from .object_space import bone_reach, joint_error_bound, joint_tolerances, tighten_chains
+from .pose_kinematics import pose_matrices, pose_vertices, shell_points
 
 __all__ = [
     "BezierCurve",
@@ -61,8 +65,11 @@ __all__ = [
     "iter_fit_channels",
     "joint_error_bound",
     "joint_tolerances",
+    "pose_matrices",
+    "pose_vertices",
     "prune_keys",
     "repair_keys",
+    "shell_points",
     "spline_to_bezier",
     "tighten_chains",
 ]

@@ -22,6 +22,7 @@ from typing import Any
 import bpy
 import numpy as np
 
+from ...anim_signals.splines.pose_kinematics import VIRTUAL_VERTICES, shell_points
 from .actions import (
     assigned_action,
     fcurves_of_action,
@@ -142,13 +143,34 @@ def rest_rig(ob: bpy.types.Object) -> tuple[list[str], np.ndarray, np.ndarray, n
     return names, np.array(parents, dtype=np.int64), heads, tails
 
 
+def rest_pose_model(ob: bpy.types.Object) -> dict[str, Any]:
+    """What :func:`anim_signals.splines.pose_vertices` needs of an armature, bones in ``ob.pose.bones``
+    order: ``rest`` (B, 4, 4) the bones' ``matrix_local``, ``lengths`` (B,) their rest lengths,
+    ``connected`` (B,) which are connected to their parent (Blender ignores their location),
+    ``modes`` their rotation modes, the pose
+    bones' current ``location``, ``rotation_quaternion``, ``rotation_euler``, ``rotation_axis_angle``
+    and ``scale`` (B, 3 or 4; what curves that are not fitted hold), and ``matrix_world`` (4, 4)."""
+    bones: Any = ob.data.bones  # type: ignore[union-attr]
+    pose = ob.pose.bones  # type: ignore[union-attr]
+    n = len(pose)
+    rest = np.empty((n, 4, 4))
+    for i, pb in enumerate(pose):
+        rest[i] = np.array(bones[pb.name].matrix_local, dtype=np.float64)
+    out: dict[str, Any] = {"rest": rest, "modes": [pb.rotation_mode for pb in pose],
+                           "lengths": np.array([pb.bone.length for pb in pose], dtype=np.float64),
+                           "connected": np.array([pb.bone.use_connect for pb in pose], dtype=bool),
+                           "matrix_world": np.array(ob.matrix_world, dtype=np.float64)}
+    for prop, size in TRANSFORM_SIZE.items():
+        buf = np.empty(n * size, dtype=np.float32)
+        pose.foreach_get(prop, buf)
+        out[prop] = buf.reshape(n, size).astype(np.float64)
+    return out
+
+
 def object_scale(ob: bpy.types.Object) -> float:
     """The largest scale of ``ob``'s world matrix (armature units -> scene units, an upper bound)."""
     m = np.array(ob.matrix_world, dtype=np.float64)[:3, :3]
     return float(np.linalg.norm(m, axis=0).max()) or 1.0
-
-
-VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
 
 
 def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray, shell: float,
@@ -156,22 +178,20 @@ def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     """World-space virtual vertices of every pose bone at ``frames``: (len(frames), n_bones, 7, 3).
 
     Each bone's head moved by ``shell`` (armature units) both ways along its local X, Y and Z
-    axes, and its tail: ACL's shell points (which see the bone's roll as well as its direction)
-    on both sides, since a rotation about the head combined with the head's own error can move
-    the point behind the head further than the one in front. Read from the evaluated pose-bone
-    matrices through the depsgraph (fractional frames as subframes). With ``action``, that action
-    is played on ``ob`` meanwhile (:func:`.actions.assigned_action`; its slot ``slot_identifier``
-    when given and present); the current frame is restored afterwards.
+    axes, and its tail (the core's :func:`~anim_signals.splines.shell_points`: ACL's shell points,
+    which see the bone's roll as well as its direction, on both sides, since a rotation about the
+    head combined with the head's own error can move the point behind the head further than the
+    one in front). Read from the evaluated pose-bone matrices through the depsgraph (fractional
+    frames as subframes). With ``action``, that action is played on ``ob`` meanwhile
+    (:func:`.actions.assigned_action`; its slot ``slot_identifier`` when given and present); the
+    current frame is restored afterwards.
     """
     if ob.type != "ARMATURE" or ob.pose is None:
         return np.empty((len(frames), 0, VIRTUAL_VERTICES, 3))
     n = len(ob.pose.bones)
-    lengths = np.array([pb.length for pb in ob.pose.bones], dtype=np.float64)
-    local = np.zeros((n, VIRTUAL_VERTICES, 4))  # homogeneous points in each bone's space
-    local[:, :3, :3] = np.eye(3) * float(shell)
-    local[:, 3:6, :3] = -np.eye(3) * float(shell)
-    local[:, 6, 1] = lengths
-    local[:, :, 3] = 1.0
+    # (the rest length: a pose bone's own ``length`` is its posed length, scale included, as of
+    # the last evaluation)
+    local = shell_points([pb.bone.length for pb in ob.pose.bones], shell)
     out = np.empty((len(frames), n, VIRTUAL_VERTICES, 3), dtype=np.float64)
     buf = np.empty(16 * n, dtype=np.float32)
 

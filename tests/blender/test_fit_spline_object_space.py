@@ -96,7 +96,7 @@ def _vertices(ob, frames, shell: float) -> np.ndarray:
         frame = []
         for pb in ob_eval.pose.bones:
             offsets = [Vector((sign * shell * (k == 0), sign * shell * (k == 1), sign * shell * (k == 2)))
-                       for sign in (1, -1) for k in range(3)] + [Vector((0, pb.length, 0))]
+                       for sign in (1, -1) for k in range(3)] + [Vector((0, pb.bone.length, 0))]
             frame.append([tuple(mw @ (pb.matrix @ v)) for v in offsets])
         out.append(frame)
     return np.array(out)
@@ -180,6 +180,8 @@ def test_tightening_rounds_meet_a_bound_the_first_fit_misses(scene, monkeypatch)
     check = plan.joints
     assert check.rounds >= 1 and check.refitted > 0
     assert check.met and 0.0 < check.error_cm <= 1.0 + SLACK_CM
+    # the rounds were steered by the pose model (a plain rig); the depsgraph measured the last fit
+    assert check.model is not None and check.model_measures >= 1
     # nothing written yet, and the temporary action is gone
     assert ob.animation_data.action == original
     assert not [a for a in bpy.data.actions if a.name.endswith(".verify")]
@@ -188,6 +190,55 @@ def test_tightening_rounds_meet_a_bound_the_first_fit_misses(scene, monkeypatch)
     err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
     assert err.max() <= 1.0 + SLACK_CM
     assert scene.anim_signals.last_fit.within_tolerance
+    assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
+
+
+def _drain(gen):
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def test_pose_model_reproduces_the_depsgraph(scene):
+    """The core's pose model (rest matrices, Euler / quaternion modes, location, scale) against
+    Blender's evaluation of the same rig at every frame, and against this test's own mathutils
+    measure."""
+    osp = _object_space_module()
+    ob, frames = _make_rig(n_frames=40)
+    rng = np.random.default_rng(12)
+    keyed(ob.pose.bones["Forearm.L"], "scale", frames, 1.0 + 0.2 * motion(frames, rng, 1.0, 3), id_data=ob)
+    plan = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0)
+    check = plan.joints
+    check.original = _drain(osp._vertices(check, None, 0.0, 1.0))
+    osp._pose_model(check)
+    osp._trust_pose_model(check)
+    assert check.model is not None
+    gap_cm = 100.0 * np.abs(check.original_model - check.original).max()
+    assert gap_cm < 1e-3, gap_cm
+    mine = _vertices(ob, frames, 0.03)
+    assert 100.0 * np.abs(check.original_model - mine).max() < 1e-3
+
+
+def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(scene):
+    """A constraint the model knows nothing of: the model is not trusted, every measure goes
+    through the depsgraph, and the fit still keeps the bound."""
+    osp = _object_space_module()
+    ob, frames = _make_rig(n_frames=40)
+    con = ob.pose.bones["Head"].constraints.new("COPY_ROTATION")
+    con.target = ob
+    con.subtarget = "Arm.L"
+    con.influence = 0.5
+    original = ob.animation_data.action
+    plan = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0)
+    for _ in osp.iter_joint_plan(plan, mode="FEWEST"):
+        pass
+    assert plan.joints.model is None and plan.joints.model_measures == 0
+    assert plan.joints.met
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0) == {"FINISHED"}
+    err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM
     assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
 
 

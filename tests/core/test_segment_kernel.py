@@ -312,15 +312,21 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
         remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
         for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
             np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
-        # a whole search through the worker: the same keys
+        # a whole search through the worker (FREE: each channel's search runs whole in the child;
+        # EDITABLE: one batch per round): the same curves
+        searches = []
+        original_search = worker.search
         for handles in ("FREE", "EDITABLE"):
             tol = np.full(values.shape[1], 0.01)
             monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+            monkeypatch.setattr(worker, "search", lambda *a, h=handles: searches.append(h) or original_search(*a))
             far = fk.fewest_keys(values, frames, tol, handles=handles)
             monkeypatch.undo()
             near = fk.fewest_keys(values, frames, tol, handles=handles)
-            for a, b in zip(far.key_indices, near.key_indices):
-                np.testing.assert_array_equal(a, b)
+            for a, b in zip(far.curves, near.curves):
+                np.testing.assert_array_equal(a.handle_right, b.handle_right)
+                np.testing.assert_array_equal(a.handle_left, b.handle_left)
+        assert searches and set(searches) == {"FREE"}
         # a worker that died is started again
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
         worker._process.kill()

@@ -1,0 +1,236 @@
+"""Blender's pose evaluation for plain rigs, in numpy: world-space virtual vertices from curve values.
+
+The "Joints" error space of Fit Spline measures each fit in object space at every original frame.
+Blender's own evaluation (the depsgraph, one frame at a time) is the final word, but it costs about
+0.5 ms a frame: the measures that only steer the fit (is it well inside the bound, which chains
+miss) run here instead, on whole clips at once, for rigs whose evaluation this reproduces (checked
+against the depsgraph on the original clip before it is trusted; see
+``operators/fit_spline/object_space.py``).
+
+The model is Blender's pose-channel evaluation with the default bone settings (inherit rotation and
+scale, local location) and no constraints or drivers: a bone's pose matrix in armature space is its
+parent's pose matrix, times the bone's rest matrix relative to its parent's, times the bone's own
+transform T(location) R(rotation) S(scale), the quaternion normalised first (``BKE_pchan_to_mat4``,
+``BKE_armature_mat_bone_to_pose``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["VIRTUAL_VERTICES", "pose_matrices", "pose_vertices", "rotation_matrices", "shell_points"]
+
+VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
+
+
+def shell_points(lengths: ArrayLike, shell: float) -> np.ndarray:
+    """ACL's virtual vertices in each bone's own space, homogeneous: (B, 7, 4).
+
+    The head moved by ``shell`` both ways along the bone's X, Y and Z axes (which see the bone's
+    roll as well as its direction), and the tail (0, length, 0).
+
+    Parameters
+    ----------
+    lengths : array_like, shape (B,)
+        Bone lengths (armature units).
+    shell : float
+        Shell distance (armature units).
+
+    Returns
+    -------
+    ndarray, shape (B, 7, 4)
+
+    Examples
+    --------
+    >>> shell_points([2.0], 0.5)[0, [0, 3, 6], :3]
+    array([[ 0.5,  0. ,  0. ],
+           [-0.5, -0. , -0. ],
+           [ 0. ,  2. ,  0. ]])
+    """
+    lengths = np.asarray(lengths, dtype=float)
+    local = np.zeros((lengths.size, VIRTUAL_VERTICES, 4))
+    local[:, :3, :3] = np.eye(3) * float(shell)
+    local[:, 3:6, :3] = -np.eye(3) * float(shell)
+    local[:, 6, 1] = lengths
+    local[:, :, 3] = 1.0
+    return local
+
+
+def _levels(parents: np.ndarray) -> list[np.ndarray]:
+    """Bones grouped by depth in the hierarchy, roots first (each group's parents come before it)."""
+    depth = np.full(parents.size, -1)
+    for b in range(parents.size):
+        chain = []
+        p = b
+        while p >= 0 and depth[p] < 0:
+            chain.append(p)
+            p = parents[p]
+            if len(chain) > parents.size:
+                raise ValueError("the bone hierarchy has a cycle")
+        d = depth[p] if p >= 0 else -1
+        for q in reversed(chain):
+            d += 1
+            depth[q] = d
+    return [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
+
+
+def rotation_matrices(values: ArrayLike, mode: str) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of rotations as a Blender bone or object stores them.
+
+    Parameters
+    ----------
+    values : array_like, shape (..., 3) or (..., 4)
+        Euler angles (x, y, z) in radians for the Euler modes (``'XYZ'``: X applied first, so
+        R = Rz Ry Rx), quaternions (w, x, y, z) of any non-zero norm for ``'QUATERNION'``
+        (normalised, as Blender does), (angle, x, y, z) for ``'AXIS_ANGLE'``.
+    mode : str
+        ``'QUATERNION'``, ``'AXIS_ANGLE'`` or one of the six Euler orders.
+
+    Returns
+    -------
+    ndarray, shape (..., 3, 3)
+
+    Raises
+    ------
+    ValueError
+        On an unknown mode or a wrong trailing size.
+
+    Examples
+    --------
+    >>> rotation_matrices([0.0, 0.0, np.pi / 2], "XYZ").round(6) + 0.0  # 90 degrees about Z
+    array([[ 0., -1.,  0.],
+           [ 1.,  0.,  0.],
+           [ 0.,  0.,  1.]])
+    """
+    v = np.asarray(values, dtype=float)
+    if mode == "QUATERNION":
+        if v.shape[-1:] != (4,):
+            raise ValueError(f"quaternions have 4 values, got shape {v.shape}")
+        norm = np.linalg.norm(v, axis=-1, keepdims=True)
+        w, x, y, z = np.moveaxis(np.where(norm > 0, v / np.where(norm > 0, norm, 1.0), [1.0, 0, 0, 0]), -1, 0)
+        return np.stack([
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], -1),
+            np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], -1),
+            np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], -1)], -2)
+    if mode == "AXIS_ANGLE":
+        if v.shape[-1:] != (4,):
+            raise ValueError(f"axis-angle rotations have 4 values, got shape {v.shape}")
+        axis = v[..., 1:]
+        norm = np.linalg.norm(axis, axis=-1, keepdims=True)
+        unit = np.where(norm > 1e-12, axis / np.where(norm > 1e-12, norm, 1.0), 0.0)  # a zero axis: no rotation
+        half = 0.5 * v[..., :1]
+        return rotation_matrices(np.concatenate([np.cos(half), np.sin(half) * unit], -1), "QUATERNION")
+    if len(mode) != 3 or sorted(mode) != ["X", "Y", "Z"]:
+        raise ValueError(f"unknown rotation mode {mode!r}")
+    if v.shape[-1:] != (3,):
+        raise ValueError(f"Euler rotations have 3 values, got shape {v.shape}")
+    out = np.broadcast_to(np.eye(3), v.shape[:-1] + (3, 3)).copy()
+    for letter in mode:  # applied in the mode's order: each one multiplies from the left
+        k = "XYZ".index(letter)
+        c, s = np.cos(v[..., k]), np.sin(v[..., k])
+        i, j = (k + 1) % 3, (k + 2) % 3
+        turn = np.zeros(v.shape[:-1] + (3, 3))
+        turn[..., k, k] = 1.0
+        turn[..., i, i] = c
+        turn[..., j, j] = c
+        turn[..., i, j] = -s
+        turn[..., j, i] = s
+        out = turn @ out
+    return out
+
+
+def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
+                  scales: ArrayLike) -> np.ndarray:
+    """Armature-space pose matrices of every bone at every frame, as Blender evaluates a plain rig.
+
+    Parameters
+    ----------
+    parents : sequence of int, length B
+        Parent index of each bone, -1 for roots (any order).
+    rest : array_like, shape (B, 4, 4)
+        Each bone's rest matrix in armature space (Blender's ``bone.matrix_local``).
+    locations, scales : array_like, shape (F, B, 3)
+        The pose bones' ``location`` and ``scale`` per frame.
+    rotations : array_like, shape (F, B, 4) or (F, B, 3, 3)
+        Their rotations as quaternions (w, x, y, z), any non-zero norm, or as matrices (other
+        modes: :func:`rotation_matrices`).
+
+    Returns
+    -------
+    ndarray, shape (F, B, 4, 4)
+        Blender's ``pose_bone.matrix`` at each frame.
+
+    Raises
+    ------
+    ValueError
+        On shapes that disagree, a cycle in the hierarchy or a zero quaternion.
+
+    Examples
+    --------
+    >>> rest = np.stack([np.eye(4), np.eye(4)]); rest[1, 1, 3] = 1.0  # a child 1 up Y
+    >>> q = np.zeros((1, 2, 4)); q[..., 0] = 1.0; q[0, 0] = [0.0, 0.0, 0.0, 1.0]  # root: 180 deg about Z
+    >>> m = pose_matrices([-1, 0], rest, np.zeros((1, 2, 3)), q, np.ones((1, 2, 3)))
+    >>> m[0, 1, :3, 3].round(6) + 0.0
+    array([ 0., -1.,  0.])
+    """
+    parents = np.asarray(parents, dtype=np.int64)
+    rest = np.asarray(rest, dtype=float)
+    loc = np.asarray(locations, dtype=float)
+    scale = np.asarray(scales, dtype=float)
+    n_bones = parents.size
+    if rest.shape != (n_bones, 4, 4):
+        raise ValueError(f"{n_bones} bones but rest matrices of shape {rest.shape}")
+    if loc.ndim != 3 or loc.shape[1:] != (n_bones, 3) or scale.shape != loc.shape:
+        raise ValueError(f"locations and scales must have shape (F, {n_bones}, 3), got {loc.shape} and {scale.shape}")
+    rot = np.asarray(rotations, dtype=float)
+    if rot.shape[-1:] == (4,):
+        rot = rotation_matrices(rot, "QUATERNION")
+    if rot.shape != loc.shape[:2] + (3, 3):
+        raise ValueError(f"rotations must have shape (F, {n_bones}, 4) or (F, {n_bones}, 3, 3), got {np.shape(rotations)}")
+    basis = np.zeros(loc.shape[:2] + (4, 4))
+    basis[..., :3, :3] = rot * scale[..., None, :]  # R @ diag(scale)
+    basis[..., :3, 3] = loc
+    basis[..., 3, 3] = 1.0
+    # each bone's rest matrix in its parent's space (a root's: in the armature's)
+    relative = rest.copy()
+    child = np.flatnonzero(parents >= 0)
+    relative[child] = np.linalg.solve(rest[parents[child]], rest[child])
+    out = np.empty_like(basis)
+    for level in _levels(parents):
+        local = relative[level] @ basis[:, level]
+        roots = parents[level] < 0
+        if roots.all():
+            out[:, level] = local
+        else:
+            out[:, level] = out[:, parents[level]] @ local
+    return out
+
+
+def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
+                  scales: ArrayLike, object_matrix: ArrayLike, points: ArrayLike) -> np.ndarray:
+    """World-space points of every bone at every frame: ``object_matrix @ pose_matrix @ point``.
+
+    Parameters
+    ----------
+    parents, rest, locations, rotations, scales
+        As :func:`pose_matrices`.
+    object_matrix : array_like, shape (4, 4)
+        The armature object's world matrix.
+    points : array_like, shape (B, P, 4)
+        Homogeneous points in each bone's space (:func:`shell_points`).
+
+    Returns
+    -------
+    ndarray, shape (F, B, P, 3)
+
+    Examples
+    --------
+    >>> one = np.ones((1, 1, 3)); q = np.array([[[1.0, 0, 0, 0]]])
+    >>> pose_vertices([-1], np.eye(4)[None], 0 * one, q, one, np.eye(4), shell_points([1.0], 0.1))[0, 0, 6]
+    array([0., 1., 0.])
+    """
+    world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales)
+    return np.swapaxes(world[..., :3, :] @ np.swapaxes(np.asarray(points, dtype=float), -1, -2), -1, -2)
