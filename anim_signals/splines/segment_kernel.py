@@ -370,6 +370,13 @@ def _cascade(frames, y, a, length, lim, sl, ab, table, between, lawson_iteration
     return err <= lim, best_pair, c1, c2, err
 
 
+def _scratch(size):  # pragma: no cover - compiled
+    """The per-point work arrays of one segment test: u, targets, inverse allowances, b1, b2, r0,
+    Lawson's weights and residuals."""
+    return (np.empty(size), np.empty(size), np.empty(size), np.empty(size), np.empty(size), np.empty(size),
+            np.empty(size), np.empty(size))
+
+
 def _batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations, ridge,
            refine_gate, start_alpha, start_beta, first, step, ok, pair, alpha, beta, c1, c2,
            error):  # pragma: no cover - compiled
@@ -380,14 +387,7 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
         if length[s] > most:
             most = length[s]
     size = 2 * most + 1
-    u = np.empty(size)
-    tgt = np.empty(size)
-    inv = np.empty(size)
-    b1 = np.empty(size)
-    b2 = np.empty(size)
-    r0 = np.empty(size)
-    weights = np.empty(size)
-    res = np.empty(size)
+    u, tgt, inv, b1, b2, r0, weights, res = _scratch(size)
     for s in range(first, stop, step):
         o, p, va, vb, v1, v2, e = _one_segment(frames, columns[chan[s]], start[s], length[s], limit[s], slope[s],
                                                ab, table, between, lawson_iterations, ridge, refine_gate[s],
@@ -410,14 +410,7 @@ def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iteratio
     y = columns[c]
     n = frames.shape[0]
     size = 2 * n + 1
-    u = np.empty(size)
-    tgt = np.empty(size)
-    inv = np.empty(size)
-    b1 = np.empty(size)
-    b2 = np.empty(size)
-    r0 = np.empty(size)
-    weights = np.empty(size)
-    res = np.empty(size)
+    u, tgt, inv, b1, b2, r0, weights, res = _scratch(size)
     keys[0] = 0
     count = 1
     if n < 2:
@@ -522,7 +515,7 @@ def _compile_lazily() -> None:
     try:
         namespace = globals()
         for name in ("_points", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
-                     "_one_segment", "_batch", "_search_channel", "_solve_t", "_refine"):
+                     "_one_segment", "_batch", "_search_channel", "_solve_t", "_refine", "_scratch"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
