@@ -24,7 +24,7 @@ import numpy as np
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, insert_keys, prune_keys, repair_keys
 from .bspline import BezierCurve, constant_curve, spline_to_bezier
-from .key_reduction import iter_fewest_keys
+from .key_reduction import PoseCheck, iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (
     PCA_RESIDUAL_SHARE,
@@ -317,11 +317,13 @@ def iter_fit_channels(
     continuity: str = "C1",
     free_handles: bool = False,
     groups: np.ndarray | Sequence[int] | None = None,
+    pose_check: PoseCheck | None = None,
 ) -> Generator[float, None, ChannelsFit]:
     """Generator form of :func:`fit_channels`: yields progress in [0, 1], returns the fit.
 
     A modal operator steps it once per timer event; stopping early writes nothing. The
-    parameters are those of :func:`fit_channels`.
+    parameters are those of :func:`fit_channels`, and ``pose_check`` (modes ``'FEWEST'`` with every
+    channel in one group): :func:`.key_reduction.fewest_keys`'s.
 
     Yields
     ------
@@ -354,8 +356,10 @@ def iter_fit_channels(
         groups = np.asarray(groups)
         if groups.shape != (m,):
             raise ValueError(f"groups must have one label per channel, shape ({m},), got {groups.shape}")
+    if pose_check is not None and mode != "FEWEST":
+        raise ValueError("pose_check needs mode='FEWEST'")
     return _iter_fit(samples, tol, mode, internal_knots, degree, population, iters, seed, snap_to_frames,
-                     continuity, free_handles, groups)
+                     continuity, free_handles, groups, pose_check)
 
 
 def _iter_fit(
@@ -371,13 +375,14 @@ def _iter_fit(
     continuity: str,
     free_handles: bool,
     groups: np.ndarray | None = None,
+    pose_check: PoseCheck | None = None,
 ) -> Generator[float, None, ChannelsFit]:
     values, frames, tau = samples
     if mode in ("FEWEST", "EDITABLE"):
         # Keys on samples, every segment its own handles (fewest_keys), free or aligned; the spline
         # settings (knots, degree, continuity, CMA-ES) do not apply.
         found = yield from iter_fewest_keys(values, frames, tol, handles="FREE" if mode == "FEWEST" else "EDITABLE",
-                                            groups=groups)
+                                            groups=groups, pose_check=pose_check)
         for j, curve in enumerate(found.curves):
             for part in (curve.co, curve.handle_left, curve.handle_right):
                 finite_result(f"the keys of channel {j}", part)

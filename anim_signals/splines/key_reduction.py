@@ -40,7 +40,7 @@ import numpy as np
 
 from . import segment_fit
 from .bspline import BezierCurve
-from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible
+from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
 
 __all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible"]
 
@@ -100,6 +100,9 @@ class FewestKeys:
 
 
 Progress = Callable[[float], "bool | None"]
+# (start, length, values): whether a segment of every channel from sample ``start`` over ``length``
+# samples passes, given every channel's fitted values at the samples in between, (length - 1, M).
+PoseCheck = Callable[[int, int, np.ndarray], bool]
 
 
 def iter_fewest_keys(
@@ -110,6 +113,7 @@ def iter_fewest_keys(
     search: str = "FAST",
     handles: str = "FREE",
     groups: np.ndarray | Sequence[int] | None = None,
+    pose_check: PoseCheck | None = None,
 ) -> Generator[float, None, FewestKeys]:
     """Generator form of :func:`fewest_keys`: yields progress in [0, 1], returns the result.
 
@@ -147,6 +151,10 @@ def iter_fewest_keys(
             raise ValueError(f"groups must have one label per channel, shape ({m},), got {groups.shape}")
         if search == "EXACT":
             raise ValueError("shared key frames (groups) are searched with search='FAST'")
+    if pose_check is not None and (search != "FAST" or handles != "FREE" or groups is None
+                                   or np.unique(groups).size != 1):
+        raise ValueError("pose_check decides for every channel at once: search='FAST', handles='FREE' and "
+                         "one group for every channel")
     if search == "EXACT" and n > EXACT_MAX_SAMPLES:
         raise ValueError(f"search='EXACT' tests every pair of samples: at most {EXACT_MAX_SAMPLES} samples, "
                          f"got {n} (use search='FAST')")
@@ -163,10 +171,17 @@ def iter_fewest_keys(
         else:
             labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
             compiled = None
-            if handles == "FREE" and labels.max() + 1 == moving.size:
+            if handles == "FREE" and labels.max() + 1 == moving.size and pose_check is None:
                 compiled = yield from _compiled_search(frames, values, limit, moving)
-            chosen = (compiled if compiled is not None
-                      else (yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)))
+            if pose_check is not None:
+                held = np.where(constant, 0.5 * (values.max(axis=0) + values.min(axis=0)), values)
+                chosen = yield from _greedy(frames, values, limit, moving, False, labels,
+                                            lambda a, length, found: pose_check(
+                                                a, length, _fitted_between(frames, values, held, moving, a, length,
+                                                                           found)))
+            else:
+                chosen = (compiled if compiled is not None
+                          else (yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)))
     yield 0.97
     curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
     for lane, c in enumerate(moving):
@@ -175,7 +190,9 @@ def iter_fewest_keys(
     keys = [np.asarray(chosen[list(moving).index(c)].keys) if c in moving and n > 1 else np.array([0])
             for c in range(m)]
     corners = sum(int(np.count_nonzero(ch.broken)) for ch in chosen)
-    curves, repaired, errors, fitted = _check_and_repair(frames, values, tol, curves, keys)
+    # (with a pose check, the channels' tolerances are not what the keys keep: nothing to repair here)
+    curves, repaired, errors, fitted = _check_and_repair(frames, values, tol if pose_check is None else tol + np.inf,
+                                                         curves, keys)
     yield 1.0
     return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners, fitted)
 
@@ -188,6 +205,7 @@ def fewest_keys(
     search: str = "FAST",
     handles: str = "FREE",
     groups: np.ndarray | Sequence[int] | None = None,
+    pose_check: PoseCheck | None = None,
     progress: Progress | None = None,
 ) -> FewestKeys:
     """The fewest FREE-handle Bezier keys per channel that keep every sample within tolerance.
@@ -216,6 +234,13 @@ def fewest_keys(
         or all channels: keyed poses that read like hand keys in the Dope Sheet): a segment is
         taken only where it passes for every moving channel of the group; each channel keeps its
         own handles. Near-constant channels keep their single key. FAST search only.
+    pose_check : callable, optional
+        With every channel in one group: decides whether a segment passes, instead of each
+        channel's tolerance (which then only sets what each channel's segment fit aims at, and
+        which channels are near-constant: give tolerances near what the check allows). Called as ``pose_check(start, length, fitted)`` with every
+        channel's fitted values at the samples strictly between (``(length - 1, M)``; near-constant
+        channels at their single key's value); for example the largest joint error of a rig in
+        object space against a bound (the "Joints" error space with keys shared by all curves).
     progress : callable, optional
         Called with a fraction in [0, 1]; returning True cancels (:class:`.latent.FitCancelled`).
 
@@ -238,7 +263,8 @@ def fewest_keys(
     """
     from .latent import FitCancelled
 
-    gen = iter_fewest_keys(values, frames, tolerance, search=search, handles=handles, groups=groups)
+    gen = iter_fewest_keys(values, frames, tolerance, search=search, handles=handles, groups=groups,
+                           pose_check=pose_check)
     try:
         while True:
             p = next(gen)
@@ -300,7 +326,8 @@ class _Chosen:
     broken: list[bool]
 
 
-def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray) -> Generator[float, None, list[_Chosen]]:
+def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
+            unit_check: Callable[[int, int, object], bool] | None = None) -> Generator[float, None, list[_Chosen]]:
     """From each key the longest feasible segment, every channel at once: the next key is its end.
 
     The search runs per *unit*: a group of channels that share their key frames (``group_of``
@@ -315,6 +342,10 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
     segments ended with (ALIGNED keys) and one free. The free one is taken, and the key marked a
     corner, only where it reaches at least ``CORNER_GAIN`` times as far (and ``CORNER_MIN_SAMPLES``
     samples further).
+
+    With ``unit_check`` (one unit, keys not editable), a length passes where
+    ``unit_check(start, length, fits)`` says so, ``fits`` the unit's channels' segment fits (each
+    the best its own limit asked for), instead of where every channel meets its own limit.
     """
     n = values.shape[0]
     columns = np.ascontiguousarray(values.T)
@@ -358,6 +389,8 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray)
         tested = np.flatnonzero(searching)
         misses = np.bincount(unit_of[rows][~ok], minlength=units)
         unit_ok = misses[tested] == 0
+        if unit_check is not None:
+            unit_ok = np.array([bool(unit_check(int(key[u]), int(trial[u]), found)) for u in tested])
         lengths_u = trial[tested]
         passed = tested[unit_ok]
         unit_passed = np.zeros(units, bool)
@@ -466,6 +499,15 @@ def _compiled_search(frames, values, limit, moving) -> Generator[float, None, li
             chosen.append(_Chosen(k, f[0], f[1], f[2], f[3], [False] * count))
         yield 0.95 * (first + part.size) / moving.size
     return chosen
+
+
+def _fitted_between(frames, values, held, moving, start: int, length: int, found) -> np.ndarray:
+    """Every channel at the samples strictly inside a segment, (length - 1, M): the moving ones
+    (``found``: their fits, in ``moving`` order) as fitted, the others as ``held``."""
+    out = held[start + 1:start + length].copy()
+    if length > 1:
+        out[:, moving] = segment_values(frames, values.T, moving, start, length, found)
+    return out
 
 
 def _settle(chosen: _Chosen, start: int, length: int, fit: np.ndarray) -> None:

@@ -17,11 +17,12 @@ transform T(location) R(rotation) S(scale), the quaternion normalised first (``B
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["VIRTUAL_VERTICES", "pose_matrices", "pose_vertices", "rotation_matrices", "shell_points"]
+__all__ = ["VIRTUAL_VERTICES", "PoseModel", "pose_matrices", "pose_vertices", "rotation_matrices", "shell_points"]
 
 VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
 
@@ -151,7 +152,8 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     parents : sequence of int, length B
         Parent index of each bone, -1 for roots (any order).
     rest : array_like, shape (B, 4, 4)
-        Each bone's rest matrix in armature space (Blender's ``bone.matrix_local``).
+        Each bone's rest matrix in armature space (Blender's ``bone.matrix_local``): a rotation and
+        a translation (rigid, as Blender's are).
     locations, scales : array_like, shape (F, B, 3)
         The pose bones' ``location`` and ``scale`` per frame.
     rotations : array_like, shape (F, B, 4) or (F, B, 3, 3)
@@ -195,9 +197,12 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     basis[..., :3, 3] = loc
     basis[..., 3, 3] = 1.0
     # each bone's rest matrix in its parent's space (a root's: in the armature's)
+    # (rest matrices are rigid, Blender's are: the inverse is the transposed rotation)
     relative = rest.copy()
     child = np.flatnonzero(parents >= 0)
-    relative[child] = np.linalg.solve(rest[parents[child]], rest[child])
+    turn = np.swapaxes(rest[parents[child], :3, :3], -1, -2)
+    relative[child, :3, :3] = turn @ rest[child, :3, :3]
+    relative[child, :3, 3] = (turn @ (rest[child, :3, 3] - rest[parents[child], :3, 3])[..., None])[..., 0]
     out = np.empty_like(basis)
     for level in _levels(parents):
         local = relative[level] @ basis[:, level]
@@ -234,3 +239,69 @@ def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     """
     world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales)
     return np.swapaxes(world[..., :3, :] @ np.swapaxes(np.asarray(points, dtype=float), -1, -2), -1, -2)
+
+
+TRANSFORMS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+@dataclass(frozen=True)
+class PoseModel:
+    """A plain rig and the curves that drive it: world-space virtual vertices from curve values.
+
+    Attributes
+    ----------
+    parents : ndarray of int, shape (B,)
+        Parent of each bone, -1 for roots.
+    rest : ndarray, shape (B, 4, 4)
+        Rest matrices in armature space (``bone.matrix_local``).
+    points : ndarray, shape (B, P, 4)
+        Homogeneous points in each bone's space (:func:`shell_points`).
+    modes : tuple of str
+        Each bone's rotation mode.
+    connected : ndarray of bool, shape (B,)
+        Bones connected to their parent: Blender ignores their location.
+    held : dict of str to ndarray
+        Each of :data:`TRANSFORMS` for every bone, (B, 3) or (B, 4): what the bones hold where no
+        curve drives them.
+    columns : tuple of (int, str, int)
+        Per curve: the bone, the transform (one of :data:`TRANSFORMS`) and the component it drives;
+        bone -1 for a curve that drives none.
+    object_matrix : ndarray, shape (4, 4)
+        The armature object's world matrix.
+
+    Examples
+    --------
+    >>> held = {"location": np.zeros((1, 3)), "rotation_quaternion": np.array([[1.0, 0, 0, 0]]),
+    ...         "rotation_euler": np.zeros((1, 3)), "rotation_axis_angle": np.array([[0.0, 0, 1, 0]]),
+    ...         "scale": np.ones((1, 3))}
+    >>> model = PoseModel(np.array([-1]), np.eye(4)[None], shell_points([1.0], 0.1), ("XYZ",),
+    ...                   np.zeros(1, bool), held, ((0, "rotation_euler", 2),), np.eye(4))
+    >>> model.vertices(np.array([[np.pi / 2]]))[0, 0, 6].round(6) + 0.0  # the tail turned about Z
+    array([-1.,  0.,  0.])
+    """
+
+    parents: np.ndarray
+    rest: np.ndarray
+    points: np.ndarray
+    modes: tuple[str, ...]
+    connected: np.ndarray
+    held: dict[str, np.ndarray]
+    columns: tuple[tuple[int, str, int], ...]
+    object_matrix: np.ndarray
+
+    def vertices(self, values: ArrayLike) -> np.ndarray:
+        """World-space points (F, B, P, 3) with the curves at ``values`` (F, M), M = len(columns)."""
+        values = np.asarray(values, dtype=float)
+        n_frames = values.shape[0]
+        props = {p: np.repeat(self.held[p][None], n_frames, axis=0) for p in TRANSFORMS}
+        for c, (bone, prop, index) in enumerate(self.columns):
+            if bone >= 0:
+                props[prop][:, bone, index] = values[:, c]
+        props["location"][:, self.connected] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
+        rotations = np.empty((n_frames, len(self.modes), 3, 3))
+        for mode in set(self.modes):
+            bones = [b for b, m in enumerate(self.modes) if m == mode]
+            source = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+            rotations[:, bones] = rotation_matrices(props[source][:, bones], mode)
+        return pose_vertices(self.parents, self.rest, props["location"], rotations, props["scale"],
+                             self.object_matrix, self.points)

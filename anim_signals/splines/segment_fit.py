@@ -541,6 +541,35 @@ def segment_feasible(
     return bool(fit.ok[0]), segment_curve(frames[0], frames[-1], values[0], values[-1], fit, 0)
 
 
+def segment_values(frames, columns, chan, start: int, length: int, fit: SegmentFit) -> np.ndarray:
+    """The fitted segments of channels ``chan`` (rows of ``columns``), all from sample ``start`` over
+    ``length`` samples, at the samples in between: (length - 1, len(chan)).
+
+    Evaluated as Blender evaluates a Bezier segment (x(t) = frame solved, by bisection here, to
+    machine precision), from the handle lengths and inner values of ``fit`` (one row per channel).
+    """
+    a, b = int(start), int(start) + int(length)
+    x0, x1 = frames[a], frames[b]
+    u = ((frames[a + 1:b] - x0) / (x1 - x0))[None, :]
+    q1 = np.asarray(fit.alpha, dtype=float)[:, None]
+    q2 = 1.0 - np.asarray(fit.beta, dtype=float)[:, None]
+    lo = np.zeros((q1.shape[0], u.shape[1]))
+    hi = np.ones_like(lo)
+    for _ in range(52):  # x(t) is monotone for handles within the segment
+        t = 0.5 * (lo + hi)
+        s = 1.0 - t
+        below = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t < u
+        lo = np.where(below, t, lo)
+        hi = np.where(below, hi, t)
+    t = 0.5 * (lo + hi)
+    s = 1.0 - t
+    y0 = columns[chan, a][:, None]
+    y1 = columns[chan, b][:, None]
+    c1 = np.asarray(fit.c1, dtype=float)[:, None]
+    c2 = np.asarray(fit.c2, dtype=float)[:, None]
+    return (s * s * s * y0 + 3.0 * s * s * t * c1 + 3.0 * s * t * t * c2 + t * t * t * y1).T
+
+
 def segment_curve(x0, x1, y0, y1, fit: SegmentFit, row: int) -> BezierCurve:
     h = x1 - x0
     alpha, beta = fit.alpha[row], fit.beta[row]

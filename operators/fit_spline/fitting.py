@@ -77,6 +77,10 @@ class FitJob:
     keys_before: int = 0
     digest: str = ""  # curves_digest of the curves when planned: a change while fitting refuses the write
     result: Any = None  # ChannelsFit once done
+    # Error space "Joints" with every curve keyed on the same frames: a segment passes where the
+    # rig's joints stay within the bound (key_reduction.PoseCheck), not where each curve keeps its
+    # tolerance
+    pose_check: Any = None
 
 
 @dataclass
@@ -239,7 +243,8 @@ def iter_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> Genera
     n = len(plan.jobs)
     for i, job in enumerate(plan.jobs):
         groups = key_groups(job.specs, share_keys)
-        gen = iter_fit_channels(job.fit_values, job.frames, job.tolerance, groups=groups, **fit_options)
+        extra = {"pose_check": job.pose_check} if job.pose_check is not None else {}
+        gen = iter_fit_channels(job.fit_values, job.frames, job.tolerance, groups=groups, **fit_options, **extra)
         while True:
             try:
                 frac = next(gen)
@@ -345,7 +350,8 @@ def _summarise(plan: FitPlan) -> FitSummary:
         s.keys_before += job.keys_before
         s.keys_after += int(fit.n_keys)
         modes.add(fit.mode_used)
-        s.within_tolerance &= bool(fit.within_tolerance)
+        if plan.joints is None or job is not plan.joints.job:  # (the joints' measure decides for those curves)
+            s.within_tolerance &= bool(fit.within_tolerance)
         n_frames_weight.append(float(fit.distortion))
     s.distortion = max(n_frames_weight) if n_frames_weight else 0.0
     s.mode_used = "/".join(sorted(modes))

@@ -41,7 +41,7 @@ import numpy as np
 from ...anim_signals import iter_fit_channels
 from ...anim_signals.channels import LOCATION
 from ...anim_signals.splines.object_space import channel_roughness, joint_tolerances, tighten_chains
-from ...anim_signals.splines.pose_kinematics import pose_vertices, rotation_matrices, shell_points
+from ...anim_signals.splines.pose_kinematics import TRANSFORMS, PoseModel, shell_points
 from ..blender_data.actions import action_fcurves, fcurves_of_action
 from ..blender_data.armatures import (
     VIRTUAL_VERTICES,
@@ -82,8 +82,10 @@ SLACK_CM = 1e-4  # float32 pose matrices
 # matrices alone differ by ~0.005 cm on a 17 m BVH rig in cm); the depsgraph still measures the
 # fit that ends them.
 MODEL_AGREEMENT = 0.05
+# With keys shared by every curve, the search takes a segment where the pose model keeps the joints
+# within this share of X (room for Blender's float32 keys and its own x(t) solve)
+POSE_CHECK_SHARE = 0.99
 _BONE_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "scale")
-_MODEL_PROPERTIES = _BONE_PROPERTIES + ("rotation_axis_angle",)
 _OBJECT_PROPERTIES = _BONE_PROPERTIES + tuple("delta_" + p for p in _BONE_PROPERTIES)
 
 
@@ -109,8 +111,7 @@ class JointCheck:
     rounds: int = 0  # refits after the first fit
     refitted: int = 0  # curves refitted
     missed: list[str] = field(default_factory=list)  # bones still beyond X after the last round
-    model: dict[str, Any] | None = None  # the rig for the pose model (rest_pose_model); None: depsgraph only
-    columns: list[tuple[int, str, int]] | None = None  # (bone, property, index) per curve of the job
+    model: PoseModel | None = None  # the pose model of the rig and the job's curves; None: depsgraph only
     original_model: np.ndarray | None = None  # (F, B, 7, 3) the pose model's vertices of the original
     model_measures: int = 0  # measures the pose model made (the depsgraph made the others)
 
@@ -240,33 +241,16 @@ def _pose_model(check: JointCheck) -> None:
     for c, spec in enumerate(check.job.specs):
         bone = int(check.channel_bones[c])
         prop = property_of_path(spec.data_path)
-        if bone < 0 or prop not in _MODEL_PROPERTIES:
-            if check.kinds[c] != "OTHER" or prop in _MODEL_PROPERTIES:
+        if bone < 0 or prop not in TRANSFORMS:
+            if check.kinds[c] != "OTHER" or prop in TRANSFORMS:
                 return
+            columns.append((-1, "", 0))  # a curve that moves no bone (a custom property, say)
             continue
         columns.append((bone, prop, int(spec.array_index)))
-    check.model = rest_pose_model(check.ob)
-    check.columns = columns
-
-
-def _model_vertices(check: JointCheck, values: np.ndarray) -> np.ndarray:
-    """The pose model's world-space virtual vertices (F, B, 7, 3) with the job's curves at ``values`` (F, M)."""
-    model = check.model
-    assert model is not None and check.columns is not None
-    n_frames = values.shape[0]
-    props = {p: np.repeat(model[p][None], n_frames, axis=0) for p in _MODEL_PROPERTIES}
-    for c, (bone, prop, index) in enumerate(check.columns):
-        props[prop][:, bone, index] = values[:, c]
-    props["location"][:, model["connected"]] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
-    modes = model["modes"]
-    rotations = np.empty((n_frames, len(modes), 3, 3))
-    for mode in set(modes):
-        bones = [b for b, m in enumerate(modes) if m == mode]
-        source = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
-        rotations[:, bones] = rotation_matrices(props[source][:, bones], mode)
-    points = shell_points(model["lengths"], check.shell_local)
-    return pose_vertices(check.parents, model["rest"], props["location"], rotations, props["scale"],
-                         model["matrix_world"], points)
+    rig = rest_pose_model(check.ob)
+    check.model = PoseModel(check.parents, rig["rest"], shell_points(rig["lengths"], check.shell_local),
+                            tuple(rig["modes"]), rig["connected"], {p: rig[p] for p in TRANSFORMS},
+                            tuple(columns), rig["matrix_world"])
 
 
 def _trust_pose_model(check: JointCheck) -> None:
@@ -274,10 +258,28 @@ def _trust_pose_model(check: JointCheck) -> None:
     if check.model is None:
         return
     assert check.original is not None
-    check.original_model = _model_vertices(check, check.job.values)
+    check.original_model = check.model.vertices(check.job.values)
     gap = np.abs(check.original_model - check.original).max(initial=0.0) * check.cm_per_world
     if not gap <= MODEL_AGREEMENT * check.max_error_cm:
         check.model = None
+
+
+def _pose_check(check: JointCheck):
+    """The search's test for keys shared by every curve (:data:`anim_signals.splines.key_reduction.PoseCheck`):
+    a segment passes where the pose model keeps every virtual vertex at the samples in between
+    within ``POSE_CHECK_SHARE`` of the bound."""
+    model = check.model
+    original = check.original_model
+    assert model is not None and original is not None
+    reach = POSE_CHECK_SHARE * check.max_error_cm / check.cm_per_world  # world units
+
+    def passes(start: int, length: int, fitted: np.ndarray) -> bool:
+        if length <= 1:
+            return True
+        moved = model.vertices(fitted) - original[start + 1:start + length]
+        return bool(np.einsum("...i,...i->...", moved, moved).max() <= reach * reach)
+
+    return passes
 
 
 def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = None, *, blender: bool = False
@@ -287,7 +289,7 @@ def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = 
     if check.model is not None and not blender:
         assert check.original_model is not None
         frames = check.job.frames if rows is None else check.job.frames[rows]
-        fitted = _model_vertices(check, check.job.result.evaluate(frames))
+        fitted = check.model.vertices(check.job.result.evaluate(frames))
         original = check.original_model if rows is None else check.original_model[rows]
         check.model_measures += 1
         yield hi
@@ -337,10 +339,12 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
     check: JointCheck = plan.joints
     job = check.job
     plan_options = dict(fit_options, share_keys=share_keys) if share_keys != "CURVE" else fit_options
-    yield from scaled(iter_plan(plan, **plan_options), 0.0, 0.4)
-    check.original = yield from _vertices(check, None, 0.4, 0.5)
+    check.original = yield from _vertices(check, None, 0.0, 0.1)
     _pose_model(check)
     _trust_pose_model(check)
+    if share_keys == "ALL" and fit_options.get("mode") == "FEWEST" and check.model is not None:
+        job.pose_check = _pose_check(check)
+    yield from scaled(iter_plan(plan, **plan_options), 0.1, 0.5)
     limit = check.max_error_cm + SLACK_CM
     # Well inside the bound (shared key frames especially: every curve keyed where any needs it):
     # loosen every bounded tolerance once by the slack left, refit, and let the rounds below
@@ -371,7 +375,10 @@ def iter_joint_plan(plan: FitPlan, share_keys: str = "CURVE", **fit_options) -> 
             # the pose model says the fit holds (or the rounds are over): the depsgraph decides
             per_bone = yield from _measure(check, lo, lo + step / 2, blender=True)
             if np.any(per_bone > limit):
-                check.model = None  # it missed what Blender sees: the depsgraph measures from here
+                # it missed what Blender sees: the depsgraph measures from here, and the curves keep
+                # their own tolerances (which the rounds tighten)
+                check.model = None
+                job.pose_check = None
             by_model = False
         else:
             by_model = check.model is not None

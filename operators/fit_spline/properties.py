@@ -28,7 +28,8 @@ SHARE_ITEMS = [
     ("BONE", "Per Bone", "The curves of one bone (or of the object's own transforms) share their key frames: "
      "a bone is keyed on whole poses"),
     ("ALL", "All Curves", "All fitted curves share their key frames, like hand-keyed poses of the whole rig "
-     "(with Channels: Selected, the selected curves)"),
+     "(with Channels: Selected, the selected curves). With Fewest Keys and the Joints error space, a pose "
+     "is keyed only where the joints would leave the max joint error"),
 ]
 TARGET_ITEMS = [
     ("AUTO", "Auto", "The object's action and its shape-key action, whichever are animated"),

@@ -242,6 +242,29 @@ def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(sc
     assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
 
 
+def test_keys_shared_by_every_curve_are_chosen_where_the_joints_stay_within_the_bound(scene, monkeypatch):
+    """Share Keys "All Curves" in the Joints space: a segment is taken where the rig's virtual
+    vertices stay within X (the pose model), not where every curve keeps its own share of X;
+    fewer keyed frames, and every frame still within X as this test measures it."""
+    osp = _object_space_module()
+    ob, frames = _make_rig(n_frames=90)
+    original = ob.animation_data.action
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0, share_keys="ALL") == {"FINISHED"}
+    res = scene.anim_signals.last_fit
+    by_pose, fitted = res.keyed_frames, ob.animation_data.action
+    err = _object_space_error_cm(ob, original, fitted, frames, 0.03)
+    assert err.max() <= 1.0 + SLACK_CM
+    assert res.within_tolerance and res.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
+    keyed = {round(k.co.x, 3) for fc in fcurves_of(ob) for k in fc.keyframe_points}
+    assert len(keyed) == by_pose  # (every curve keyed on the same frames)
+    # the same without the pose check: each curve within its own share of X
+    monkeypatch.setattr(osp, "_pose_check", lambda check: None)
+    assign_action(ob, original)
+    assert run_fit(error_space="JOINTS", max_joint_error=1.0, share_keys="ALL") == {"FINISHED"}
+    by_curve = scene.anim_signals.last_fit.keyed_frames
+    assert by_pose < by_curve, (by_pose, by_curve)
+
+
 def test_joints_mode_refuses_a_non_armature(scene):
     make_object()
     assert_refused(lambda: run_fit(error_space="JOINTS"), "needs an armature")

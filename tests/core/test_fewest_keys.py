@@ -510,3 +510,55 @@ def test_no_spikes_between_frames(handles):
         target, allowed = midpoint_allowance(y[:, j], tol)
         got = reference_evaluate(curve, mids)
         assert np.all(np.abs(got - target) <= allowed * (1 + 1e-6)), j
+
+
+# ---------------------------------------------------------------------------------------------
+# keys shared by every channel, decided by a check on all of them at once (the "Joints" space)
+
+
+def _walk(n=160, m=5, seed=21):
+    rng = np.random.default_rng(seed)
+    frames = np.arange(n, dtype=float)
+    t = frames[:, None] / n
+    values = np.sin(2 * np.pi * t * rng.uniform(0.5, 3, m) + rng.uniform(0, 6, m)) * rng.uniform(0.2, 2, m)
+    values[:, -1] = 0.3 + 1e-4 * np.sin(frames)  # near-constant: one key, held in the check
+    return frames, values
+
+
+def test_a_pose_check_decides_every_shared_segment():
+    frames, values = _walk()
+    bound = 0.02
+    seen = []
+
+    def check(start, length, fitted):
+        seen.append((start, length))
+        assert fitted.shape == (max(length - 1, 0), values.shape[1])
+        if length > 1:  # the near-constant channel arrives at its single key's value
+            assert np.allclose(fitted[:, -1], 0.5 * (values[:, -1].max() + values[:, -1].min()))
+        return bool(np.abs(fitted - values[start + 1:start + length]).max(initial=0.0) <= bound)
+
+    one = np.zeros(values.shape[1], int)
+    # (each channel's fit aims at its own tolerance: here the check's bound)
+    fit = fewest_keys(values, frames, bound, groups=one, pose_check=check)
+    keys = fit.key_indices[0]
+    for k in fit.key_indices[:-1]:  # every moving channel on the same frames
+        np.testing.assert_array_equal(k, keys)
+    assert seen
+    # every segment kept passes the check, as Blender evaluates the stored keys (float32: a hair over)
+    err = np.abs(fit.fitted_values - values)
+    for a, b in zip(keys[:-1], keys[1:]):
+        assert err[a + 1:b].max(initial=0.0) <= bound * (1 + 1e-4) + 1e-6
+    # the same bound held per channel, at the samples and the midpoints between them: at least as
+    # many key frames
+    per_channel = fewest_keys(values, frames, bound, groups=one)
+    assert keys.size <= per_channel.key_indices[0].size
+    # the per-channel tolerances only steered the fits: nothing was repaired
+    assert fit.repaired_segments == 0
+
+
+@pytest.mark.parametrize("options", [{"handles": "EDITABLE"}, {"groups": [0, 0, 1, 1, 1]}, {}])
+def test_a_pose_check_needs_one_group_and_free_handles(options):
+    frames, values = _walk()
+    options = {"groups": [0] * 5, **options} if "groups" in options or options else options
+    with pytest.raises(ValueError, match="pose_check"):
+        fewest_keys(values, frames, 0.01, pose_check=lambda *a: True, **options)
