@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["VIRTUAL_VERTICES", "PoseModel", "pose_matrices", "pose_vertices", "rotation_matrices", "shell_points"]
+__all__ = ["TRANSFORMS", "VIRTUAL_VERTICES", "PoseModel", "pose_matrices", "pose_vertices", "rest_relative",
+           "rotation_matrices", "shell_points"]
 
 VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
 
@@ -143,8 +145,27 @@ def rotation_matrices(values: ArrayLike, mode: str) -> np.ndarray:
     return out
 
 
+def rest_relative(parents: Sequence[int] | np.ndarray, rest: ArrayLike) -> np.ndarray:
+    """Each bone's rest matrix in its parent's rest space (a root's: in the armature's), (B, 4, 4).
+
+    Examples
+    --------
+    >>> rest = np.stack([np.eye(4), np.eye(4)]); rest[1, :3, 3] = [0.0, 2.0, 0.0]
+    >>> rest_relative([-1, 0], rest)[1, :3, 3]
+    array([0., 2., 0.])
+    """
+    parents = np.asarray(parents, dtype=np.int64)
+    rest = np.asarray(rest, dtype=float)
+    relative = rest.copy()
+    child = np.flatnonzero(parents >= 0)
+    # (a general inverse: Blender's rest matrices are rigid only to float32 precision, and on a rig
+    # many metres from its origin the difference shows)
+    relative[child] = np.linalg.solve(rest[parents[child]], rest[child])
+    return relative
+
+
 def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
-                  scales: ArrayLike) -> np.ndarray:
+                  scales: ArrayLike, relative: np.ndarray | None = None) -> np.ndarray:
     """Armature-space pose matrices of every bone at every frame, as Blender evaluates a plain rig.
 
     Parameters
@@ -152,13 +173,14 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     parents : sequence of int, length B
         Parent index of each bone, -1 for roots (any order).
     rest : array_like, shape (B, 4, 4)
-        Each bone's rest matrix in armature space (Blender's ``bone.matrix_local``): a rotation and
-        a translation (rigid, as Blender's are).
+        Each bone's rest matrix in armature space (Blender's ``bone.matrix_local``).
     locations, scales : array_like, shape (F, B, 3)
         The pose bones' ``location`` and ``scale`` per frame.
     rotations : array_like, shape (F, B, 4) or (F, B, 3, 3)
         Their rotations as quaternions (w, x, y, z), any non-zero norm, or as matrices (other
         modes: :func:`rotation_matrices`).
+    relative : ndarray, shape (B, 4, 4), optional
+        :func:`rest_relative` of the rig, when it is at hand (it is computed otherwise).
 
     Returns
     -------
@@ -197,12 +219,8 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     basis[..., :3, 3] = loc
     basis[..., 3, 3] = 1.0
     # each bone's rest matrix in its parent's space (a root's: in the armature's)
-    # (rest matrices are rigid, Blender's are: the inverse is the transposed rotation)
-    relative = rest.copy()
-    child = np.flatnonzero(parents >= 0)
-    turn = np.swapaxes(rest[parents[child], :3, :3], -1, -2)
-    relative[child, :3, :3] = turn @ rest[child, :3, :3]
-    relative[child, :3, 3] = (turn @ (rest[child, :3, 3] - rest[parents[child], :3, 3])[..., None])[..., 0]
+    if relative is None:
+        relative = rest_relative(parents, rest)
     out = np.empty_like(basis)
     for level in _levels(parents):
         local = relative[level] @ basis[:, level]
@@ -215,12 +233,13 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
 
 
 def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
-                  scales: ArrayLike, object_matrix: ArrayLike, points: ArrayLike) -> np.ndarray:
+                  scales: ArrayLike, object_matrix: ArrayLike, points: ArrayLike,
+                  relative: np.ndarray | None = None) -> np.ndarray:
     """World-space points of every bone at every frame: ``object_matrix @ pose_matrix @ point``.
 
     Parameters
     ----------
-    parents, rest, locations, rotations, scales
+    parents, rest, locations, rotations, scales, relative
         As :func:`pose_matrices`.
     object_matrix : array_like, shape (4, 4)
         The armature object's world matrix.
@@ -237,7 +256,8 @@ def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     >>> pose_vertices([-1], np.eye(4)[None], 0 * one, q, one, np.eye(4), shell_points([1.0], 0.1))[0, 0, 6]
     array([0., 1., 0.])
     """
-    world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales)
+    world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales,
+                                                                    relative)
     return np.swapaxes(world[..., :3, :] @ np.swapaxes(np.asarray(points, dtype=float), -1, -2), -1, -2)
 
 
@@ -289,6 +309,11 @@ class PoseModel:
     columns: tuple[tuple[int, str, int], ...]
     object_matrix: np.ndarray
 
+    @cached_property
+    def relative(self) -> np.ndarray:
+        """:func:`rest_relative` of the rig, computed once."""
+        return rest_relative(self.parents, self.rest)
+
     def vertices(self, values: ArrayLike) -> np.ndarray:
         """World-space points (F, B, P, 3) with the curves at ``values`` (F, M), M = len(columns)."""
         values = np.asarray(values, dtype=float)
@@ -304,4 +329,4 @@ class PoseModel:
             source = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
             rotations[:, bones] = rotation_matrices(props[source][:, bones], mode)
         return pose_vertices(self.parents, self.rest, props["location"], rotations, props["scale"],
-                             self.object_matrix, self.points)
+                             self.object_matrix, self.points, self.relative)
