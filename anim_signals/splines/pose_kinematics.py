@@ -108,6 +108,10 @@ def rotation_matrices(values: ArrayLike, mode: str) -> np.ndarray:
            [ 1.,  0.,  0.],
            [ 0.,  0.,  1.]])
     """
+    # Closed forms in numpy rather than scipy's Rotation (which spatialkeys' as_matrices and
+    # mode_values_to_quaternions use): the "Joints" search calls this for every candidate segment,
+    # and on 1,500 frames x 102 bones it is twice as fast (Euler 88 vs 173 ms, quaternions 25 vs
+    # 55 ms). tests/core/test_pose_kinematics.py checks every mode against scipy.
     v = np.asarray(values, dtype=float)
     if mode == "QUATERNION":
         if v.shape[-1:] != (4,):
