@@ -379,7 +379,7 @@ def _iter_fit(
 ) -> Generator[float, None, ChannelsFit]:
     values, frames, tau = samples
     if mode in ("FEWEST", "EDITABLE"):
-        # Keys on samples, every segment its own handles (fewest_keys), free or aligned; the spline
+        # Keys on sample frames, every segment its own handles (fewest_keys), free or aligned; the spline
         # settings (knots, degree, continuity, CMA-ES) do not apply.
         found = yield from iter_fewest_keys(values, frames, tol, handles="FREE" if mode == "FEWEST" else "EDITABLE",
                                             groups=groups, pose_check=pose_check)
@@ -468,8 +468,8 @@ def fit_channels(
         Max abs error per channel, in channel units (radians for rotations); positive, finite.
     mode : {'AUTO', 'FEWEST', 'EDITABLE', 'LATENT', 'PER_CHANNEL'}
         One knot vector for all channels (through PCA), one per channel, or whichever of those two
-        writes fewer keys; or ``'FEWEST'``: keys on samples, every segment with its own free
-        handles, the fewest per channel (:func:`.key_reduction.fewest_keys`; the spline settings
+        writes fewer keys; or ``'FEWEST'``: keys on sample frames (values within the tolerance of
+        the samples'), every segment with its own free handles, the fewest per channel (:func:`.key_reduction.fewest_keys`; the spline settings
         below do not apply); ``'EDITABLE'``: the same with ALIGNED handles except at corners.
         The Fit Spline operator's default is ``'FEWEST'``.
     internal_knots : int

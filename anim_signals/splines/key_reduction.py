@@ -1,13 +1,20 @@
 """Fewest Bezier keys within a max error, per channel: a shortest path over key positions.
 
-Every channel keeps keys on some of its own samples (a key's value is the sample's value), and each
-segment between two keys is one Blender Bezier segment whose two handles are chosen for that
-segment alone: both slopes and both handle lengths free (FREE handles). Segments are then
+Every channel keeps keys on some of its own sample frames, and each segment between two keys is
+one Blender Bezier segment whose two handles are chosen for that segment alone: both slopes and
+both handle lengths free (FREE handles). With keys on the samples' values, segments are
 independent, and a segment from sample ``i`` to sample ``j`` is *feasible* when some handles keep
-every sample strictly between them within the channel's tolerance. The fewest keys are a shortest
-path from the first sample to the last over feasible segments, the formulation of bbsolver (a
-max-error keyframe reducer for After Effects curves, which runs an exact dynamic programme over all
-pairs of positions with a least-squares fit of the four handle parameters per pair).
+every sample strictly between them within the channel's tolerance. The fewest keys are then a
+shortest path from the first sample to the last over feasible segments, the formulation of
+bbsolver (a max-error keyframe reducer for After Effects curves, which runs an exact dynamic
+programme over all pairs of positions with a least-squares fit of the four handle parameters per
+pair).
+
+The compiled FAST search (FREE handles, keys not shared) goes one step beyond that model: a key's
+value may sit off its sample within the limit (:data:`.segment_fit.FREE_KEY_VALUES`), a third
+unknown of each segment's minimax fit; the next segment starts from it. That keeps 3-5 % fewer keys
+on mocap (fewer than the shortest path with keys on the samples can reach) at the same max error.
+EXACT, shared keys, Editable Keys and the numpy fallback keep the samples' values.
 
 Two searches over key positions:
 
@@ -316,7 +323,8 @@ def _shortest_path(feasible: np.ndarray) -> np.ndarray:
 @dataclass
 class _Chosen:
     """One channel's keys (sample indices) and, per segment, its handle lengths (fractions of the
-    segment) and inner control values; per key whether its two handles may differ (a corner)."""
+    segment) and inner control values; per key whether its two handles may differ (a corner), and
+    its value where keys may sit off their samples (None: the samples' values)."""
 
     keys: list[int]
     alpha: list[float]
@@ -324,6 +332,7 @@ class _Chosen:
     c1: list[float]
     c2: list[float]
     broken: list[bool]
+    values: list[float] | None = None
 
 
 def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
@@ -496,7 +505,8 @@ def _compiled_search(frames, values, limit, moving) -> Generator[float, None, li
         for i, count in enumerate(counts):
             k = keys[key_end[i] - count:key_end[i]].tolist()
             f = fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()
-            chosen.append(_Chosen(k, f[0], f[1], f[2], f[3], [False] * count))
+            key_values = [float(values[0, part[i]])] + f[4] if len(f) > 4 else None
+            chosen.append(_Chosen(k, f[0], f[1], f[2], f[3], [False] * count, key_values))
         yield 0.95 * (first + part.size) / moving.size
     return chosen
 
@@ -548,7 +558,7 @@ def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chose
 def _curve(frames, column, chosen: _Chosen, editable: bool) -> BezierCurve:
     """The Bezier keys of one channel from its chosen segments."""
     k = np.asarray(chosen.keys)
-    co = np.column_stack([frames[k], column[k]])
+    co = np.column_stack([frames[k], column[k] if chosen.values is None else chosen.values])
     left = np.empty_like(co)
     right = np.empty_like(co)
     h = np.diff(co[:, 0])
@@ -592,7 +602,10 @@ def _check_and_repair(frames, values, tol, curves, keys):
             continue
         k = keys[ch]
         bad = np.flatnonzero(err > tol[ch])
-        seg = np.unique(np.clip(np.searchsorted(k, bad, side="right") - 1, 0, max(k.size - 2, 0)))
+        seg = np.clip(np.searchsorted(k, bad, side="right") - 1, 0, max(k.size - 2, 0))
+        # a key whose own value misses (off its sample) takes the sample's: both its segments go dense
+        off = np.flatnonzero(np.abs(curve.co[:, 1] - values[k, ch]) > tol[ch]) if curve.n_keys == k.size else []
+        seg = np.unique(np.clip(np.concatenate([seg, np.asarray(off) - 1, off]), 0, max(k.size - 2, 0)).astype(int))
         repaired += seg.size
         new_keys = set(k.tolist())
         for s in seg:
@@ -600,25 +613,29 @@ def _check_and_repair(frames, values, tol, curves, keys):
         if k.size == 1:
             new_keys = set(range(frames.size))
         keys[ch] = np.array(sorted(new_keys))
-        out[ch] = _linear_where_dense(frames, values[:, ch], keys[ch], curve)
+        out[ch] = _linear_where_dense(frames, values[:, ch], keys[ch], curve, tol[ch])
         fitted[:, ch] = _as_stored(out[ch]).evaluate(frames)
         errors[ch] = np.abs(fitted[:, ch] - values[:, ch]).max()
     return out, repaired, errors, fitted
 
 
-def _linear_where_dense(frames, y, k, old: BezierCurve) -> BezierCurve:
-    """Keys k with straight-line handles on one-sample segments, the old handles elsewhere."""
+def _linear_where_dense(frames, y, k, old: BezierCurve, tol: float) -> BezierCurve:
+    """Keys k with straight-line handles on one-sample segments, the old handles elsewhere (an old
+    key keeps its value where it is within ``tol`` of its sample; the others take the sample's)."""
     co = np.column_stack([frames[k], y[k]])
     n = k.size
     old_frames = old.co[:, 0]
     # where each new key sits among the old keys (-1: not an old key)
     pos = np.clip(np.searchsorted(old_frames, co[:, 0] - 1e-9 * (1.0 + np.abs(co[:, 0]))), 0, old.n_keys - 1)
     pos = np.where(np.isclose(old_frames[pos], co[:, 0]), pos, -1)
+    kept_value = old.co[np.maximum(pos, 0), 1]
+    co[:, 1] = np.where((pos >= 0) & (np.abs(kept_value - co[:, 1]) <= tol), kept_value, co[:, 1])
     left = np.empty_like(co)
     right = np.empty_like(co)
     if n > 1:
         # a segment between two keys that were neighbours in the old curve keeps its handles
-        kept = (pos[:-1] >= 0) & (pos[1:] == pos[:-1] + 1)
+        same = (pos >= 0) & (co[:, 1] == kept_value)
+        kept = same[:-1] & same[1:] & (pos[1:] == pos[:-1] + 1)
         right[:-1] = np.where(kept[:, None], old.handle_right[np.maximum(pos[:-1], 0)], co[:-1] + (co[1:] - co[:-1]) / 3.0)
         left[1:] = np.where(kept[:, None], old.handle_left[np.maximum(pos[1:], 0)], co[1:] - (co[1:] - co[:-1]) / 3.0)
         right[-1] = 2 * co[-1] - left[-1]

@@ -14,8 +14,9 @@ CHANNEL_ITEMS = [
     ("SELECTED", "Selected", "Fit only the F-curves selected in the Graph Editor"),
 ]
 MODE_ITEMS = [
-    ("FEWEST", "Fewest Keys", "Every curve gets the fewest keys on its own frames: keys on original samples, "
-     "each segment with its own free handles (broken tangents). Fast; the spline settings do not apply"),
+    ("FEWEST", "Fewest Keys", "Every curve gets the fewest keys on its own frames: keys on original frames, "
+     "each key's value within the max error of the original, each segment with its own free handles (broken "
+     "tangents). Fast; the spline settings do not apply"),
     ("EDITABLE", "Editable Keys", "Few keys on original samples with ALIGNED handles (smooth tangents you can edit), "
      "broken only at corners and contacts. A few more keys than Fewest Keys"),
     ("AUTO", "Auto Spline", "Spline keys: try shared and per-curve knots, keep whichever writes fewer keys"),

@@ -90,6 +90,7 @@ def test_fewest_keys_are_the_same_compiled_or_not(handles, groups, monkeypatch):
     frames, values = clip(3, n=220)
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
     monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)  # the numpy cascade does not refine
+    monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)  # nor free the keys' values
     compiled = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
     numpy_only(monkeypatch)
     reference = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
@@ -129,6 +130,7 @@ def test_compiled_search_takes_the_keys_of_the_python_search(gate, monkeypatch):
     values[:, 7] = 0.3  # a constant channel among them
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01, 0.002, 0.01])
     monkeypatch.setattr(segment_fit, "REFINE_GATE", gate)
+    monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)  # (the Python search keeps the samples' values)
     calls = []
     original = segment_fit.search_channels_of
     monkeypatch.setattr(segment_fit, "search_channels_of", lambda *a: calls.append(a[2]) or original(*a))
@@ -275,7 +277,9 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
     assert fit.within_tolerance
     assert not segment_fit.compiled_kernel()
     monkeypatch.undo()
-    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)  # (the numpy cascade does not refine)
+    # (the numpy cascade neither refines nor frees the keys' values)
+    monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)
+    monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)
     reference = fk.fewest_keys(values, frames, 0.01)
     for a, b in zip(fit.key_indices, reference.key_indices):
         np.testing.assert_array_equal(a, b)
@@ -324,8 +328,13 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
             monkeypatch.undo()
             near = fk.fewest_keys(values, frames, tol, handles=handles)
             for a, b in zip(far.curves, near.curves):
+                np.testing.assert_array_equal(a.co, b.co)
                 np.testing.assert_array_equal(a.handle_right, b.handle_right)
                 np.testing.assert_array_equal(a.handle_left, b.handle_left)
+            # the child's search frees the keys' values too (FREE; Editable Keys keeps the samples')
+            off = sum(int(np.count_nonzero(c.co[:, 1] != values[k, j]))
+                      for j, (c, k) in enumerate(zip(far.curves, far.key_indices)) if c.n_keys > 1)
+            assert (off > 0) == (handles == "FREE")
         assert searches and set(searches) == {"FREE"}
         # a worker that died is started again
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
