@@ -10,18 +10,19 @@ bbsolver (a max-error keyframe reducer for After Effects curves, which runs an e
 programme over all pairs of positions with a least-squares fit of the four handle parameters per
 pair).
 
-The compiled FAST search (FREE handles, keys not shared) goes one step beyond that model: a key's
+The compiled FAST search (FREE handles) goes one step beyond that model: a key's
 value may sit off its sample within the limit (:data:`.segment_fit.FREE_KEY_VALUES`), a third
 unknown of each segment's minimax fit; the next segment starts from it. That keeps 3-5 % fewer keys
 on mocap (fewer than the shortest path with keys on the samples can reach) at the same max error.
-EXACT, shared keys, Editable Keys and the numpy fallback keep the samples' values.
+EXACT, Editable Keys, a pose check and the numpy fallback keep the samples' values.
 
 Two searches over key positions:
 
 * ``FAST`` (the default): from each key, the longest feasible segment, its length found by
-  galloping from the channel's last segment length and bisecting; its end is the next key. All
-  channels step together (lanes grouped by padded length), so the cost grows linearly with the
-  clip. When a segment from a later start always reaches at least as far as one from an earlier
+  galloping from the channel's last segment length and bisecting; its end is the next key. With
+  FREE handles each channel's (or group's) whole search runs compiled
+  (:func:`.segment_kernel.search_channels`); Editable Keys, a pose check and the numpy fallback
+  step all channels together in Python (``_greedy``). The cost grows linearly with the clip. When a segment from a later start always reaches at least as far as one from an earlier
   start, this greedy rule is optimal (a jump game); on mocap it keeps 1-3 % more keys than EXACT.
 * ``EXACT``: every pair of samples tested, then a shortest path (bbsolver's search); cubic in the
   clip's length, for short clips, benchmarks and tests.
@@ -178,8 +179,8 @@ def iter_fewest_keys(
         else:
             labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
             compiled = None
-            if handles == "FREE" and labels.max() + 1 == moving.size and pose_check is None:
-                compiled = yield from _compiled_search(frames, values, limit, moving)
+            if handles == "FREE" and pose_check is None:
+                compiled = yield from _compiled_search(frames, values, limit, moving, labels)
             if pose_check is not None:
                 held = np.where(constant, 0.5 * (values.max(axis=0) + values.min(axis=0)), values)
                 chosen = yield from _greedy(frames, values, limit, moving, False, labels,
@@ -487,16 +488,22 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
     return chosen
 
 
-def _compiled_search(frames, values, limit, moving) -> Generator[float, None, list[_Chosen] | None]:
-    """:func:`_greedy` for channels that each keep their own keys, each channel's search run whole in
-    compiled code (the same keys; :func:`.segment_fit.search_channels_of`), a share of the channels
-    per step for progress. None when it cannot run (no compiled kernel, or one that failed)."""
+def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, None, list[_Chosen] | None]:
+    """:func:`_greedy` with FREE handles, each unit's search (``labels``: the moving channels'
+    units, as ``_greedy``'s ``group_of``) run whole in compiled code (the same keys where keys stay
+    on their samples; :func:`.segment_fit.search_channels_of`), a share of the units per step for
+    progress. None when it cannot run (no compiled kernel, or one that failed)."""
     columns = np.ascontiguousarray(values.T)
-    share = max(4, -(-moving.size // 16))
-    chosen: list[_Chosen] = []
-    for first in range(0, moving.size, share):
-        part = moving[first:first + share]
-        found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES, FIRST_LENGTH)
+    n_units = int(labels.max()) + 1
+    share = max(4, -(-n_units // 16))
+    chosen: list[_Chosen | None] = [None] * moving.size
+    for first in range(0, n_units, share):
+        units = np.arange(first, min(first + share, n_units))
+        lanes = np.concatenate([np.flatnonzero(labels == g) for g in units])
+        bounds = np.concatenate([[0], np.cumsum([np.count_nonzero(labels == g) for g in units])])
+        part = moving[lanes]
+        found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES, FIRST_LENGTH,
+                                               bounds)
         if found is None:
             return None
         counts, keys, fits = found
@@ -506,9 +513,9 @@ def _compiled_search(frames, values, limit, moving) -> Generator[float, None, li
             k = keys[key_end[i] - count:key_end[i]].tolist()
             f = fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()
             key_values = [float(values[0, part[i]])] + f[4] if len(f) > 4 else None
-            chosen.append(_Chosen(k, f[0], f[1], f[2], f[3], [False] * count, key_values))
-        yield 0.95 * (first + part.size) / moving.size
-    return chosen
+            chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * count, key_values)
+        yield 0.95 * (first + units.size) / n_units
+    return [c for c in chosen if c is not None]
 
 
 def _fitted_between(frames, values, held, moving, start: int, length: int, found) -> np.ndarray:

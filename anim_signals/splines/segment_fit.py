@@ -71,11 +71,11 @@ LAWSON_ITERATIONS = 12
 REFINE_GATE = 2.0
 # Between frames: the midpoint between two samples must stay within the tolerance of their range.
 BETWEEN_FRAMES = True
-# The compiled whole search (Fewest Keys, FREE handles, keys not shared) lets a key's value sit off
+# The compiled whole search (Fewest Keys, FREE handles, keys shared or not) lets a key's value sit off
 # its sample within the limit, a third unknown of each segment's minimax fit (the end sample one
 # more point; the next segment starts from that value). On neutral_16_000 at 0.5 deg / 0.01 a
 # greedy search with exact minimax per handle pair kept 324 keys this way against 334 on the
-# samples (3 % fewer). The Python search (keys shared, Editable Keys, the numpy fallback) keeps the
+# samples (3 % fewer). The Python search (Editable Keys, a pose check, the numpy fallback) keeps the
 # samples' values.
 FREE_KEY_VALUES = True
 _RIDGE = 1e-9
@@ -485,9 +485,10 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
     return out
 
 
-def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int):
-    """:func:`.key_reduction._greedy`'s search for channels that each keep their own keys, run whole
-    in compiled code (:func:`.segment_kernel.search_channels`, in this process or the worker).
+def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None):
+    """:func:`.key_reduction._greedy`'s search with FREE handles, run whole in compiled code
+    (:func:`.segment_kernel.search_channels`, in this process or the worker): each channel its own
+    keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit.
 
     Keys may sit off their samples (:data:`FREE_KEY_VALUES`). Returns ``(counts, keys, fits)`` as
     that function does (fits' fifth row each segment's end value), or None where the search must run in
@@ -505,7 +506,7 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
     try:
         return search(frames, columns, np.asarray(chan, dtype=np.int64), np.asarray(limit, dtype=float),
                       HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE,
-                      REFINE_GATE if refine else 0.0, probes, first_length, FREE_KEY_VALUES)
+                      REFINE_GATE if refine else 0.0, probes, first_length, FREE_KEY_VALUES, units)
     except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: the Python search on numpy runs instead
         KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
         warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "

@@ -481,18 +481,20 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
         error[s] = e
 
 
-def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values, keys, fits):  # pragma: no cover - compiled
-    """:func:`.key_reduction._greedy`'s search for one channel alone (FREE handles, keys not shared),
-    step for step: the same lengths tried in the same order, so the same keys. Writes the keys
-    (sample indices) to ``keys`` and each segment's (alpha, beta, c1, c2, end value) to
-    ``fits[:, s]``; returns the number of keys.
+def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
+                 first_length, free_values, keys, fits):  # pragma: no cover - compiled
+    """:func:`.key_reduction._greedy`'s search for one unit alone (FREE handles): channels
+    ``chans`` (rows of ``columns``) that share their key frames, each within its ``lims``, step for
+    step: the same lengths tried in the same order, so the same keys. A length passes when it
+    passes for every channel (the test stops at the first that fails). Writes the keys (sample
+    indices) to ``keys`` and each channel's segment fits (alpha, beta, c1, c2, end value) to
+    ``fits[i, :, s]``; returns the number of keys.
 
     With ``free_values`` each key after the first may sit off its sample, within the limit: a
-    segment's end value is a third unknown of its minimax fit beside c1 and c2 (the end sample
-    one more point), and the next segment starts from it. The Python search keeps the samples'
-    values (then the keys are its keys)."""
-    y = columns[c]
+    segment's end value is a third unknown of its minimax fit beside c1 and c2 (the end sample one
+    more point), and the next segment starts from it. The Python search keeps the samples' values
+    (then the keys are its keys)."""
+    k = chans.shape[0]
     n = frames.shape[0]
     size = 2 * n + 2
     u, tgt, inv, b1, b2, b3, r0, weights, res = _scratch(size)
@@ -501,29 +503,39 @@ def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iteratio
     if n < 2:
         return count
     key = 0
-    y0 = y[0]
+    y0 = np.empty(k)
+    for i in range(k):
+        y0[i] = columns[chans[i], 0]
+    best = np.zeros((k, 5))  # each channel's fit at the length known to pass (lo)
+    trial_fit = np.zeros((k, 5))
     lo = 1
     hi = 0
     probing = False
     refining = False
     probes_left = probes
     trial = min(first_length, n - 1)
-    best_a = 0.0
-    best_b = 0.0
-    best_1 = 0.0
-    best_2 = 0.0
-    best_v = 0.0
     while True:
         gate = refine_gate if refining else 0.0
-        warm_a = best_a if refining else np.nan
-        ok, _, va, vb, v1, v2, vv, _ = _one_segment(frames, y, key, trial, lim, np.nan, ab, table, between,
-                                                    lawson_iterations, ridge, gate, warm_a, best_b, y0, free_values,
-                                                    u, tgt, inv, b1, b2, b3, r0, weights, res)
+        ok = True
+        for i in range(k):
+            warm_a = best[i, 0] if refining else np.nan
+            o, _, va, vb, v1, v2, vv, _ = _one_segment(frames, columns[chans[i]], key, trial, lims[i], np.nan, ab,
+                                                       table, between, lawson_iterations, ridge, gate, warm_a,
+                                                       best[i, 1], y0[i], free_values, u, tgt, inv, b1, b2, b3, r0,
+                                                       weights, res)
+            if not o:
+                ok = False
+                break
+            trial_fit[i, 0] = va
+            trial_fit[i, 1] = vb
+            trial_fit[i, 2] = v1
+            trial_fit[i, 3] = v2
+            trial_fit[i, 4] = vv
         probe = probing
         refined = refining
         if ok:
             lo = trial
-            best_a, best_b, best_1, best_2, best_v = va, vb, v1, v2, vv
+            best[:, :] = trial_fit
             if probe:
                 hi = 0  # a longer segment past an infeasible one: keep growing from it
         elif not probe:
@@ -543,28 +555,35 @@ def _search_channel(frames, columns, c, lim, ab, table, between, lawson_iteratio
         if refined_done:
             refining = False
         if (settled and not ask and not start_refining) or refined_done:
-            if lo == 1:  # never tested (one step always passes): fit it now
-                _, _, best_a, best_b, best_1, best_2, best_v, _ = _one_segment(
-                    frames, y, key, 1, lim, np.nan, ab, table, between, lawson_iterations, ridge, 0.0, np.nan,
-                    np.nan, y0, False, u, tgt, inv, b1, b2, b3, r0, weights, res)
-            elif free_values and best_v != y[key + lo]:
-                # the key back on its sample where the segment holds there too (a key on the
-                # captured pose reads better; only lengths that need it keep a value off it)
-                # (Lawson at the handle lengths found: a full test again cost 0.3 s on a
-                # 1,500 x 306 clip)
-                npts = _points(frames, y, key, lo, lim, between, False, u, tgt, inv)
-                e, v1, v2, vv = _lawson_at(best_a, best_b, u, tgt, inv, npts, lo - 1, y0, y[key + lo],
-                                           frames[key + lo] - frames[key], np.nan, lim, lawson_iterations, ridge,
-                                           np.inf, b1, b2, b3, r0, weights, res, False)
-                if e <= lim:
-                    best_1, best_2, best_v = v1, v2, vv
-            fits[0, count - 1] = best_a
-            fits[1, count - 1] = best_b
-            fits[2, count - 1] = best_1
-            fits[3, count - 1] = best_2
-            fits[4, count - 1] = best_v
-            key += lo
-            y0 = best_v
+            end = key + lo
+            for i in range(k):
+                y = columns[chans[i]]
+                if lo == 1:  # never tested (one step always passes): fit it now
+                    _, _, va, vb, v1, v2, vv, _ = _one_segment(
+                        frames, y, key, 1, lims[i], np.nan, ab, table, between, lawson_iterations, ridge, 0.0, np.nan,
+                        np.nan, y0[i], False, u, tgt, inv, b1, b2, b3, r0, weights, res)
+                    best[i, 0] = va
+                    best[i, 1] = vb
+                    best[i, 2] = v1
+                    best[i, 3] = v2
+                    best[i, 4] = vv
+                elif free_values and best[i, 4] != y[end]:
+                    # the key back on its sample where the segment holds there too (a key on the
+                    # captured pose reads better; only lengths that need it keep a value off it):
+                    # Lawson at the handle lengths found (a full test again cost 0.3 s on a
+                    # 1,500 x 306 clip)
+                    npts = _points(frames, y, key, lo, lims[i], between, False, u, tgt, inv)
+                    e, v1, v2, vv = _lawson_at(best[i, 0], best[i, 1], u, tgt, inv, npts, lo - 1, y0[i], y[end],
+                                               frames[end] - frames[key], np.nan, lims[i], lawson_iterations, ridge,
+                                               np.inf, b1, b2, b3, r0, weights, res, False)
+                    if e <= lims[i]:
+                        best[i, 2] = v1
+                        best[i, 3] = v2
+                        best[i, 4] = vv
+                for r in range(5):
+                    fits[i, r, count - 1] = best[i, r]
+                y0[i] = best[i, 4]
+            key = end
             keys[count] = key
             count += 1
             if key >= n - 1:
@@ -615,7 +634,7 @@ def _compile_lazily() -> None:
     try:
         namespace = globals()
         for name in ("_points", "_end_point", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
-                     "_one_segment", "_batch", "_search_channel", "_solve_t", "_refine", "_scratch"):
+                     "_one_segment", "_batch", "_search_unit", "_solve_t", "_refine", "_scratch"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
@@ -679,17 +698,18 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values=False):
-    """:func:`.key_reduction._greedy`'s search for channels that each keep their own keys (FREE
-    handles), run whole in compiled code: channel ``chan[i]`` (row of ``columns``) within
-    ``limit[i]``, the handle lengths refined where the table misses by at most ``refine_gate``
-    times the limit (0: never). With ``free_values`` a key's value may sit off its sample within
-    the limit (:func:`_search_channel`).
+                    first_length, free_values=False, units=None):
+    """:func:`.key_reduction._greedy`'s search (FREE handles) run whole in compiled code: channel
+    ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
+    table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
+    increasing offsets into ``chan``: channels ``chan[units[j]:units[j + 1]]`` share their key frames
+    (None: every channel its own keys). With ``free_values`` a key's value may sit off its sample
+    within the limit (:func:`_search_unit`).
 
-    The Python search steps all channels together, one batch of segments per round: a long clip
+    The Python search steps all units together, one batch of segments per round: a long clip
     takes thousands of rounds of a few segments each, and their overhead and the second core left
-    idle were most of its time. Here each channel's search runs from start to end in one call,
-    channels handed out one at a time to the threads as they come free.
+    idle were most of its time. Here each unit's search runs from start to end in one call, units
+    handed out one at a time to the threads as they come free.
 
     Returns ``(counts, keys, fits)``: ``counts`` (k,) keys per channel, ``keys`` (sum(counts),) the
     channels' key sample indices one after another, ``fits`` (5, sum(counts) - k) each segment's
@@ -703,22 +723,30 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     table = np.ascontiguousarray(table, dtype=np.float64)
     n = frames.shape[0]
     k = chan.size
-    counts = np.zeros(k, np.int64)
-    keys = np.zeros((k, max(n, 1)), np.int64)
+    bounds = np.arange(k + 1) if units is None else np.asarray(units, dtype=np.int64)
+    if bounds[0] != 0 or bounds[-1] != k or np.any(np.diff(bounds) <= 0):
+        raise ValueError("units must be increasing offsets from 0 to the number of channels")
+    n_units = bounds.size - 1
+    unit_counts = np.zeros(n_units, np.int64)
+    keys = np.zeros((n_units, max(n, 1)), np.int64)
     fits = np.zeros((k, 5, max(n - 1, 1)))
     handed_out = itertools.count()  # next() on it is atomic under the GIL
 
     def work() -> None:
-        while (i := next(handed_out)) < k:
-            counts[i] = _search_channel(frames, columns, int(chan[i]), float(limit[i]), ab, table, bool(between),
-                                        int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                        int(first_length), bool(free_values), keys[i], fits[i])
+        while (j := next(handed_out)) < n_units:
+            a, b = bounds[j], bounds[j + 1]
+            unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
+                                          int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
+                                          int(first_length), bool(free_values), keys[j], fits[a:b])
 
-    jobs = [_pool().submit(work) for _ in range(min(THREADS, k) - 1)]
+    jobs = [_pool().submit(work) for _ in range(min(THREADS, n_units) - 1)]
     work()  # the calling thread takes a share too
     for job in jobs:
         job.result()
-    flat_keys = np.concatenate([keys[i, :counts[i]] for i in range(k)]) if k else np.zeros(0, np.int64)
+    unit_of = np.repeat(np.arange(n_units), np.diff(bounds))
+    counts = unit_counts[unit_of]
+    flat_keys = (np.concatenate([keys[unit_of[i], :counts[i]] for i in range(k)]) if k
+                 else np.zeros(0, np.int64))
     flat_fits = (np.concatenate([fits[i, :, :counts[i] - 1] for i in range(k)], axis=1) if k
                  else np.zeros((5, 0)))
     return counts, flat_keys, flat_fits

@@ -209,7 +209,7 @@ class WorkerKernel:
         return answer
 
     def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
-               probes, first_length, free_values=False):
+               probes, first_length, free_values=False, units=None):
         """:func:`.segment_kernel.search_channels` answered by the child."""
         with self._lock:
             process = self._running()
@@ -218,7 +218,8 @@ class WorkerKernel:
                 _send(stdin, ("search", (np.ascontiguousarray(chan, dtype=np.int64),
                                          np.ascontiguousarray(limit, dtype=np.float64), bool(between),
                                          int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                         int(first_length), bool(free_values))))
+                                         int(first_length), bool(free_values),
+                                         None if units is None else np.asarray(units, dtype=np.int64))))
                 answer = _receive_answer(stdout, 0)
             except (OSError, EOFError) as exc:
                 self._stopped(process, exc)
@@ -307,9 +308,10 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                 from .segment_kernel import search_channels
 
                 frames, columns, ab, table = clip
-                chan, limit, between, lawson_iterations, ridge, gate, probes, first_length, free_values = payload
+                (chan, limit, between, lawson_iterations, ridge, gate, probes, first_length, free_values,
+                 units) = payload
                 _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
-                                              ridge, gate, probes, first_length, free_values))
+                                              ridge, gate, probes, first_length, free_values, units))
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip

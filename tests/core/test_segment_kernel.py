@@ -123,9 +123,11 @@ def python_search(monkeypatch):
 
 
 @pytest.mark.parametrize("gate", [0.0, 2.0])
-def test_compiled_search_takes_the_keys_of_the_python_search(gate, monkeypatch):
-    # Each channel's whole search in compiled code against the Python search stepping every
-    # channel together: the same lengths tried in the same order, so bitwise the same curves.
+@pytest.mark.parametrize("groups", [None, [0, 0, 0, 1, 1, 2, 2, 2]])
+def test_compiled_search_takes_the_keys_of_the_python_search(gate, groups, monkeypatch):
+    # Each unit's whole search in compiled code (a channel, or channels sharing their key frames)
+    # against the Python search stepping every unit together: the same lengths tried in the same
+    # order, so bitwise the same curves.
     frames, values = clip(6, n=260, m=8)
     values[:, 7] = 0.3  # a constant channel among them
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01, 0.002, 0.01])
@@ -134,15 +136,51 @@ def test_compiled_search_takes_the_keys_of_the_python_search(gate, monkeypatch):
     calls = []
     original = segment_fit.search_channels_of
     monkeypatch.setattr(segment_fit, "search_channels_of", lambda *a: calls.append(a[2]) or original(*a))
-    whole = fk.fewest_keys(values, frames, tol)
+    whole = fk.fewest_keys(values, frames, tol, groups=groups)
     assert sorted(np.concatenate(calls).tolist()) == list(range(7))  # every moving channel searched compiled
     python_search(monkeypatch)
-    stepped = fk.fewest_keys(values, frames, tol)
+    stepped = fk.fewest_keys(values, frames, tol, groups=groups)
     assert whole.within_tolerance and whole.n_keys < 0.5 * values.size
     for a, b in zip(whole.curves, stepped.curves):
         for name in ("co", "handle_left", "handle_right"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     np.testing.assert_array_equal(whole.max_abs_error, stepped.max_abs_error)
+    if groups is not None:
+        for unit in ([0, 1, 2], [3, 4], [5, 6]):
+            for c in unit[1:]:
+                np.testing.assert_array_equal(whole.key_indices[c], whole.key_indices[unit[0]])
+
+
+def test_shared_keys_with_free_values_stay_shared_and_within_tolerance(monkeypatch):
+    # Keys shared by a bone's curves, each key's value free per curve: the frames stay shared,
+    # every sample within its curve's tolerance under Blender's evaluation, fewer keys than with
+    # the samples' values.
+    frames, values = clip(3, n=220)
+    tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
+    groups = [0, 0, 0, 1, 1, 1]
+    free = fk.fewest_keys(values, frames, tol, groups=groups)
+    for g in (0, 1):
+        for c in range(3 * g + 1, 3 * g + 3):
+            np.testing.assert_array_equal(free.key_indices[c], free.key_indices[3 * g])
+    assert free.within_tolerance and free.repaired_segments == 0
+    for c, curve in enumerate(free.curves):
+        assert np.abs(curve.evaluate(frames) - values[:, c]).max() <= tol[c]
+    off = sum(int(np.count_nonzero(cv.co[:, 1] != values[k, c]))
+              for c, (cv, k) in enumerate(zip(free.curves, free.key_indices)))
+    assert off > 0
+    monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)
+    on_samples = fk.fewest_keys(values, frames, tol, groups=groups)
+    assert free.n_keys < on_samples.n_keys
+
+
+def test_units_must_cover_the_channels_in_order():
+    frames, values = clip(3, n=60)
+    columns = np.ascontiguousarray(values.T)
+    args = (frames, columns, np.arange(4), np.full(4, 0.01), segment_fit.HANDLE_PAIRS, segment_fit._inverse_tables(),
+            True, 12, 1e-9, 0.0, 1, 8)
+    for units in ([0, 2, 3], [1, 4], [0, 2, 2, 4]):
+        with pytest.raises(ValueError, match="units"):
+            segment_kernel.search_channels(*args, False, units)
 
 
 def test_compiled_search_reports_progress_per_share_of_channels():
@@ -316,17 +354,18 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
         remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
         for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
             np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
-        # a whole search through the worker (FREE: each channel's search runs whole in the child;
-        # EDITABLE: one batch per round): the same curves
+        # a whole search through the worker (FREE: each channel's or unit's search runs whole in
+        # the child; EDITABLE: one batch per round): the same curves
         searches = []
         original_search = worker.search
-        for handles in ("FREE", "EDITABLE"):
+        units = np.arange(values.shape[1]) // 2
+        for handles, groups in (("FREE", None), ("EDITABLE", None), ("FREE", units)):
             tol = np.full(values.shape[1], 0.01)
             monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
             monkeypatch.setattr(worker, "search", lambda *a, h=handles: searches.append(h) or original_search(*a))
-            far = fk.fewest_keys(values, frames, tol, handles=handles)
+            far = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
             monkeypatch.undo()
-            near = fk.fewest_keys(values, frames, tol, handles=handles)
+            near = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
             for a, b in zip(far.curves, near.curves):
                 np.testing.assert_array_equal(a.co, b.co)
                 np.testing.assert_array_equal(a.handle_right, b.handle_right)
