@@ -114,6 +114,9 @@ class JointCheck:
     model: PoseModel | None = None  # the pose model of the rig and the job's curves; None: depsgraph only
     original_model: np.ndarray | None = None  # (F, B, 7, 3) the pose model's vertices of the original
     model_measures: int = 0  # measures the pose model made (the depsgraph made the others)
+    # each curve's fitted values at every frame, kept with the curve they came from: a round refits
+    # a few chains, and the model's measure then evaluates only their curves again
+    evaluated: dict[int, tuple[Any, np.ndarray]] = field(default_factory=dict)
 
     @property
     def met(self) -> bool:
@@ -282,14 +285,28 @@ def _pose_check(check: JointCheck):
     return passes
 
 
+def _fitted_values(check: JointCheck, rows: np.ndarray | None) -> np.ndarray:
+    """The job's fitted curves at every original frame (``rows`` only, when given), (F, M); at every
+    frame, only the curves refitted since the last call are evaluated."""
+    job = check.job
+    if rows is not None:
+        return job.result.evaluate(job.frames[rows])
+    columns = []
+    for c, curve in enumerate(job.result.curves):
+        kept = check.evaluated.get(c)
+        if kept is None or kept[0] is not curve:
+            kept = check.evaluated[c] = (curve, curve.evaluate(job.frames))
+        columns.append(kept[1])
+    return np.column_stack(columns)
+
+
 def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = None, *, blender: bool = False
              ) -> Generator[float, None, np.ndarray]:
     """The fitted action's largest vertex error per bone (cm) over every frame (``rows`` only, when
     given): the pose model's where it is trusted, else (or with ``blender``) the depsgraph's."""
     if check.model is not None and not blender:
         assert check.original_model is not None
-        frames = check.job.frames if rows is None else check.job.frames[rows]
-        fitted = check.model.vertices(check.job.result.evaluate(frames))
+        fitted = check.model.vertices(_fitted_values(check, rows))
         original = check.original_model if rows is None else check.original_model[rows]
         check.model_measures += 1
         yield hi
