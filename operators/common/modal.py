@@ -90,6 +90,9 @@ class StepwiseOperator(SettingsOperator):
     _plan: Any = None
     _t0 = 0.0
     _tx: Transaction | None = None
+    # True while execute() runs the whole job at once (scripts, --background, Redo): nothing else can
+    # touch the data between prepare() and finish(), so checks for edits made meanwhile can be skipped
+    blocking = False
 
     # -- what an operator defines ------------------------------------------------------------
 
@@ -147,6 +150,7 @@ class StepwiseOperator(SettingsOperator):
         return result
 
     def execute(self, context):
+        self.blocking = True
         plan = self.prepare_or_report(context)
         if plan is None:
             return {"CANCELLED"}

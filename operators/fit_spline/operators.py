@@ -78,6 +78,7 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
             max_error_rotation=self.max_error_rotation,
             max_error_location=self.max_error_location,
             max_error_other=self.max_error_other,
+            watch_edits=not self.blocking,
         )
 
     def steps(self, plan: FitPlan):

@@ -274,6 +274,22 @@ def test_fit_data_changed_while_fitting(scene, change, match):
     assert_same_state(before, snapshot_all())
 
 
+def test_only_a_modal_fit_watches_for_edits(scene, monkeypatch):
+    """The digest that refuses curves edited while fitting is read in a modal run (before and at the
+    write), not in a blocking one, where nothing else runs in between."""
+    fitting = module("fit_spline.fitting")
+    reads = []
+    original = fitting.curves_digest
+    monkeypatch.setattr(fitting, "curves_digest", lambda curves: reads.append(len(curves)) or original(curves))
+    ob, _, _ = make_object(n_frames=40)
+    assert op("fit_latent_spline", keep_original=False)() == {"FINISHED"}
+    assert reads == []
+    other, _, _ = make_object("Other", n_frames=40, seed=3)
+    bpy.context.view_layer.objects.active = other
+    assert _fit_driver(scene, other).run_to_end(bpy.context) == {"FINISHED"}
+    assert len(reads) == 2
+
+
 # ----------------------------------------------------------------------------------------------
 # Make Cyclic
 # ----------------------------------------------------------------------------------------------
