@@ -94,6 +94,20 @@ def _end_point(npts, tgt, b1, b2, b3, r0):  # pragma: no cover - compiled
     r0[j] = tgt[j]
 
 
+def _bernstein(j, t, tgt, y0, y1, b1, b2, b3, r0, free):  # pragma: no cover - compiled
+    """Point j at curve parameter t: the inner Bernstein values b1, b2 (b3 too with a free end
+    value) and the target minus the keys' fixed part r0."""
+    s = 1.0 - t
+    st = 3.0 * s * t
+    b1[j] = st * s
+    b2[j] = st * t
+    if free:
+        b3[j] = t * t * t
+        r0[j] = tgt[j] - (s * s * s) * y0
+    else:
+        r0[j] = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
+
+
 def _basis(g, u, tgt, npts, y0, y1, table, b1, b2, b3, r0, free):  # pragma: no cover - compiled
     """For handle pair g: the Bernstein values b1, b2 (b3 with a free end value) and the target
     minus the keys' fixed part r0 at each point."""
@@ -107,15 +121,7 @@ def _basis(g, u, tgt, npts, y0, y1, table, b1, b2, b3, r0, free):  # pragma: no 
             k = min(int(pos), samples - 2)
             frac = pos - k
             t = table[g, k] * (1.0 - frac) + table[g, k + 1] * frac
-        s = 1.0 - t
-        st = 3.0 * s * t
-        b1[j] = st * s
-        b2[j] = st * t
-        if free:
-            b3[j] = t * t * t
-            r0[j] = tgt[j] - (s * s * s) * y0
-        else:
-            r0[j] = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
+        _bernstein(j, t, tgt, y0, y1, b1, b2, b3, r0, free)
     if free:
         _end_point(npts, tgt, b1, b2, b3, r0)
 
@@ -287,15 +293,7 @@ def _lawson_at(alpha, beta, u, tgt, inv, npts, ns, y0, y1, span, sl, lim, lawson
         if j == 0 or j == ns:
             t = 0.0
         t = _solve_t(u[j], q1, q2, t)
-        s = 1.0 - t
-        st = 3.0 * s * t
-        b1[j] = st * s
-        b2[j] = st * t
-        if free:
-            b3[j] = t * t * t
-            r0[j] = tgt[j] - (s * s * s) * y0
-        else:
-            r0[j] = tgt[j] - (s * s * s) * y0 - (t * t * t) * y1
+        _bernstein(j, t, tgt, y0, y1, b1, b2, b3, r0, free)
     if free:
         _end_point(npts, tgt, b1, b2, b3, r0)
     fixed = np.isfinite(sl)
@@ -633,8 +631,9 @@ def _compile_lazily() -> None:
     numba_config.CACHE_DIR = _cache_dir() or previous
     try:
         namespace = globals()
-        for name in ("_points", "_end_point", "_basis", "_gram", "_coefficients", "_max_error", "_lawson", "_cascade", "_lawson_at",
-                     "_one_segment", "_batch", "_search_unit", "_solve_t", "_refine", "_scratch"):
+        for name in ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
+                     "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
+                     "_refine", "_scratch"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
