@@ -50,7 +50,8 @@ from . import segment_fit
 from .bspline import BezierCurve
 from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
 
-__all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible"]
+__all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible",
+           "warm_up"]
 
 SEARCHES = ("FAST", "EXACT")
 HANDLES = ("FREE", "EDITABLE")
@@ -280,6 +281,36 @@ def fewest_keys(
                 raise FitCancelled("cancelled")
     except StopIteration as stop:
         return stop.value
+
+
+def warm_up() -> str:
+    """Compile (or load from numba's disk cache) every form of the segment test a fit uses.
+
+    The first fit after an install or an update otherwise waits for the compile: about 20 s on a
+    2-core machine, once (later processes load the cache in about a second). Blender's UI calls
+    this in a background thread at startup; where the kernel runs in a worker process the compile
+    happens there, and the calling thread only waits on a pipe. Safe to call from any thread and
+    more than once (a fit that starts meanwhile waits for the same compile).
+
+    Returns
+    -------
+    str
+        Where the segment test runs: ``'process'``, ``'worker'`` or ``'numpy'`` (nothing compiled).
+
+    Examples
+    --------
+    >>> warm_up() in ("process", "worker", "numpy")
+    True
+    """
+    if not segment_fit.compiled_kernel():
+        return "numpy"
+    frames = np.arange(40.0)
+    values = np.column_stack([np.sin(frames / 5.0), np.cos(frames / 4.0), np.sin(frames / 3.0) ** 3])
+    fewest_keys(values, frames, 0.01)  # the compiled search, each curve on its own
+    fewest_keys(values, frames, 0.01, groups=[0, 0, 1])  # keys shared per group
+    fewest_keys(values, frames, 0.01, handles="EDITABLE")  # the stepped search's batches
+    fewest_keys(values, frames, 0.01, groups=[0, 0, 0], pose_check=lambda start, length, fitted: True)
+    return segment_fit.kernel_location()
 
 
 def _all_pairs(frames, values, limit, moving) -> Generator[float, None, np.ndarray]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -396,8 +397,18 @@ def build_segments(frames, columns, chan, start, length, limit, pad: int | None 
                      slope)
 
 
-@functools.lru_cache(maxsize=1)
+_KERNEL_LOCK = threading.Lock()
+
+
 def _kernel():
+    """The compiled cascade, or None (numpy): made once, even when a fit and the warm-up
+    (:func:`.key_reduction.warm_up`, in a thread) ask for it at the same time."""
+    with _KERNEL_LOCK:
+        return _make_kernel()
+
+
+@functools.lru_cache(maxsize=1)
+def _make_kernel():
     """The compiled cascade, or None (numpy).
 
     In this process (:mod:`.segment_kernel`) where numba may run; in a worker process

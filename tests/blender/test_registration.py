@@ -68,3 +68,22 @@ def test_panel_draws_settings_and_last_fit(scene):
     r = scene.anim_signals.last_fit
     assert any(f"Keys: {r.keys_before} \u2192 {r.keys_after}" in t for t in labels), labels
     assert any(t.startswith("Rotation:") for t in labels)
+
+
+def test_the_kernel_warm_up_starts_only_in_the_ui_and_compiles_in_a_thread(extension):
+    import sys
+    import threading
+
+    tool = sys.modules[f"{EXT_MODULE}.operators.fit_spline"]
+    segment_fit = sys.modules[f"{EXT_MODULE}.anim_signals.splines.segment_fit"]
+    # headless (--background, pipelines): nothing scheduled at registration
+    assert bpy.app.background and not bpy.app.timers.is_registered(tool._start_warm_up)
+    assert tool.WARM_UP["state"] == ""
+    try:
+        tool._start_warm_up()  # what the UI's timer runs
+        for thread in threading.enumerate():
+            if thread.name == "anim_signals_warm_up":
+                thread.join(600)
+        assert tool.WARM_UP["state"] == segment_fit.kernel_location() != "numpy"
+    finally:
+        tool.WARM_UP["state"] = ""

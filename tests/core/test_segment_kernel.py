@@ -447,3 +447,44 @@ def test_environment_variable_forces_the_worker():
     env = dict(os.environ, ANIM_SIGNALS_KERNEL="process")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["worker", "True"], out.stderr
+
+
+_WARM_UP_PROBE = """
+import sys
+import numpy as np
+from anim_signals.splines import key_reduction, segment_kernel
+
+dispatchers = {name: getattr(segment_kernel, name) for name in dir(segment_kernel)
+               if type(getattr(segment_kernel, name)).__name__ == "CPUDispatcher"}
+assert all(not d.signatures for d in dispatchers.values()), "compiled before the warm-up"
+print("where", key_reduction.warm_up())
+warm = {name: len(d.signatures) for name, d in dispatchers.items()}
+rng = np.random.default_rng(3)
+frames = np.arange(300.0)
+values = np.cumsum(rng.normal(size=(300, 6)), axis=0) * 0.05
+for kwargs in ({}, {"groups": [0, 0, 0, 1, 1, 1]}, {"handles": "EDITABLE"},
+               {"groups": [0] * 6, "pose_check": lambda start, length, fitted: length < 9}):
+    key_reduction.fewest_keys(values, frames, 0.02, **kwargs)
+# (the functions they call are compiled into them)
+print("uncompiled", sorted(name for name in ("_batch", "_search_unit") if not warm[name]))
+print("new", sorted(name for name, d in dispatchers.items() if len(d.signatures) != warm[name]))
+"""
+
+
+def test_warm_up_compiles_every_form_a_fit_runs():
+    """After :func:`key_reduction.warm_up`, no fit mode compiles anything more (a fresh process:
+    numba's disk cache makes that a second or two once the kernel has been compiled here)."""
+    env = dict(os.environ, ANIM_SIGNALS_KERNEL="local", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", _WARM_UP_PROBE], capture_output=True, text=True, env=env,
+                         cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert lines["where"] == "process"
+    assert lines["uncompiled"] == "[]", "an entry point of the kernel was not compiled"
+    assert lines["new"] == "[]", "a fit compiled what the warm-up did not"
+
+
+def test_warm_up_without_the_compiled_kernel_fits_nothing(monkeypatch):
+    monkeypatch.setattr(segment_fit, "compiled_kernel", lambda: False)
+    monkeypatch.setattr(fk, "fewest_keys", lambda *a, **k: pytest.fail("fitted without a kernel"))
+    assert fk.warm_up() == "numpy"

@@ -15,6 +15,7 @@ from uikit import (
     click_button,
     click_then_escape,
     demo_biped,
+    ext,
     key_count,
     make_active,
     modal_running,
@@ -85,6 +86,13 @@ def run(area) -> Iterator[Wait]:
     settings = bpy.context.scene.anim_signals.fit
     check("the sidebar's Fit Spline mode is Fewest Keys by default", settings.mode == "FEWEST", settings.mode)
     yield from _greyed_out_in_fewest(area, sidebar, settings)
+    # The extension compiles the segment test in the background at startup (about 30 s on a clean
+    # clone, in the worker process), so the first fit does not wait for it.
+    warm = ext("operators.fit_spline").WARM_UP
+    yield Wait("the startup warm-up of the segment test finished", lambda: warm["state"] not in ("", "running"),
+               240.0, required=False)
+    check("the startup warm-up compiled the segment test in the worker process", warm["state"] == "worker",
+          warm["state"])
     found: dict = {}
     yield from scan_buttons(sidebar, found, stop_at=f"bpy.ops.{FIT}(")
     xy = button_of(found, FIT)
