@@ -10,13 +10,14 @@ are (:func:`read_bone_transforms`, :func:`restore_bone_transforms`), bones' loca
 are (:func:`key_held_locations`), the root channels a loop keeps travelling
 (:func:`travel_channels`), and the rest rig with its virtual vertices in world space over time
 (:func:`rest_rig`, :func:`virtual_vertices`: ACL's shell points and the tails, for Fit Spline's
-object-space errors). Pose-bone transforms are read and written with one
+object-space errors; of an armature and its :func:`playing_copy` in one pass: :func:`virtual_vertices_of`). Pose-bone transforms are read and written with one
 ``foreach_get`` / ``foreach_set`` per property.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import bpy
@@ -24,6 +25,8 @@ import numpy as np
 
 from ...anim_signals.splines.pose_kinematics import VIRTUAL_VERTICES, shell_points
 from .actions import (
+    action_slot_identifier,
+    assign_action,
     assigned_action,
     fcurves_of_action,
     find_fcurve,
@@ -188,32 +191,76 @@ def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     """
     if ob.type != "ARMATURE" or ob.pose is None:
         return np.empty((len(frames), 0, VIRTUAL_VERTICES, 3))
-    n = len(ob.pose.bones)
+    if action is None:
+        return virtual_vertices_of(scene, [ob], frames, shell)[0]
+    with assigned_action(ob, action):
+        _use_slot(ob, action, slot_identifier)
+        return virtual_vertices_of(scene, [ob], frames, shell)[0]
+
+
+def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Object],
+                        frames: Sequence[float] | np.ndarray, shell: float) -> list[np.ndarray]:
+    """:func:`virtual_vertices` of armatures with the same bones (an armature and its
+    :func:`playing_copy`) as they play, read in one depsgraph pass: each frame change evaluates
+    them all (in parallel), about 1.3x one armature's pass on 2 cores rather than 2x."""
+    pose = armatures[0].pose.bones  # type: ignore[union-attr]
+    n, count = len(pose), len(frames)
     # (the rest length: a pose bone's own ``length`` is its posed length, scale included, as of
     # the last evaluation)
-    local = shell_points([pb.bone.length for pb in ob.pose.bones], shell)
-    out = np.empty((len(frames), n, VIRTUAL_VERTICES, 3), dtype=np.float64)
-    buf = np.empty(16 * n, dtype=np.float32)
+    local = shell_points([pb.bone.length for pb in pose], shell)
+    mats = np.empty((len(armatures), count, 16 * n), dtype=np.float32)
+    worlds = np.empty((len(armatures), count, 4, 4))
+    with visiting_frames(scene) as go_to:
+        for i, f in enumerate(frames):
+            depsgraph = go_to(float(f))
+            for k, ob in enumerate(armatures):
+                ob_eval: Any = ob.evaluated_get(depsgraph)
+                ob_eval.pose.bones.foreach_get("matrix", mats[k, i])
+                worlds[k, i] = ob_eval.matrix_world
+    # (column-major matrices) world @ pose matrix @ each bone's points, every frame at once
+    pose_matrices = mats.reshape(len(armatures), count, n, 4, 4).astype(np.float64).transpose(0, 1, 2, 4, 3)
+    world = worlds[:, :, None] @ pose_matrices
+    return list(np.einsum("kfbij,bvj->kfbvi", world, local)[..., :3])
 
-    def read() -> None:
-        with visiting_frames(scene) as go_to:
-            for i, f in enumerate(frames):
-                ob_eval: Any = ob.evaluated_get(go_to(float(f)))
-                ob_eval.pose.bones.foreach_get("matrix", buf)
-                mats = buf.reshape(n, 4, 4).astype(np.float64).transpose(0, 2, 1)  # column-major
-                world = np.array(ob_eval.matrix_world, dtype=np.float64) @ mats
-                out[i] = np.einsum("bij,bvj->bvi", world, local)[..., :3]
 
-    if action is None:
-        read()
-    else:
-        with assigned_action(ob, action):
-            slots = getattr(action, "slots", None)
-            slot = next((sl for sl in slots if sl.identifier == slot_identifier), None) if slots and slot_identifier else None
-            if slot is not None:
-                ob.animation_data.action_slot = slot  # type: ignore[union-attr]
-            read()
-    return out
+@contextmanager
+def playing_copy(scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types.Action,
+                 slot_identifier: str | None = None) -> Iterator[bpy.types.Object]:
+    """A temporary copy of ``ob`` (its data, parent, pose settings and world matrix shared)
+    playing ``action`` (its slot ``slot_identifier`` when given and present), in ``scene``'s own
+    collection, hidden (eye: still evaluated) and removed afterwards.
+
+    For a plain rig it evaluates as ``ob`` would with ``action`` (constraints and drivers that
+    target ``ob`` itself would still target ``ob`` from the copy: callers keep it to rigs without
+    them, :func:`has_constraints_or_drivers`).
+    """
+    copy: Any = ob.copy()
+    copy.name = ob.name + ".verify"
+    try:
+        scene.collection.objects.link(copy)
+        copy.hide_set(True)
+        assign_action(copy, action, slot_identifier or action_slot_identifier(action))
+        yield copy
+    finally:
+        bpy.data.objects.remove(copy, do_unlink=True)
+
+
+def has_constraints_or_drivers(ob: bpy.types.Object) -> bool:
+    """Whether constraints or drivers act on ``ob`` or its bones (its own or its armature data's)."""
+    if ob.constraints or any(pb.constraints for pb in getattr(ob.pose, "bones", ())):
+        return True
+    for id_data in (ob, ob.data):
+        adt: Any = getattr(id_data, "animation_data", None)
+        if adt is not None and len(adt.drivers):
+            return True
+    return False
+
+
+def _use_slot(ob: bpy.types.Object, action: bpy.types.Action, slot_identifier: str | None) -> None:
+    slots = getattr(action, "slots", None)
+    slot = next((sl for sl in slots if sl.identifier == slot_identifier), None) if slots and slot_identifier else None
+    if slot is not None:
+        ob.animation_data.action_slot = slot  # type: ignore[union-attr]
 
 
 def bone_heads_with_action(scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types.Action,

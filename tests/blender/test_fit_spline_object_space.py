@@ -13,6 +13,7 @@ import pytest
 from _bl_helpers import (
     assert_refused,
     assign_action,
+    ext_module,
     fcurves_of,
     keyed,
     make_object,
@@ -226,7 +227,7 @@ def test_pose_model_reproduces_the_depsgraph(scene):
     assert 100.0 * np.abs(check.original_model - mine).max() < 1e-3
 
 
-def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(scene):
+def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(scene, monkeypatch):
     """A constraint the model knows nothing of: the model is not trusted, every measure goes
     through the depsgraph, and the fit still keeps the bound."""
     osp = _object_space_module()
@@ -236,15 +237,88 @@ def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(sc
     con.subtarget = "Arm.L"
     con.influence = 0.5
     original = ob.animation_data.action
+    monkeypatch.setattr(osp, "TRUST_FRAMES", 10)  # a long clip for the first read: constraints read every frame
+    calls = _spy_on_vertex_reads(monkeypatch, osp)
     plan = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0)
     for _ in osp.iter_joint_plan(plan, mode="FEWEST"):
         pass
+    assert calls[0] == ("original", 40) and not [c for c in calls if c[0] == "both"]
     assert plan.joints.model is None and plan.joints.model_measures == 0
     assert plan.joints.met
     assert run_fit(error_space="JOINTS", max_joint_error=1.0) == {"FINISHED"}
     err = _object_space_error_cm(ob, original, ob.animation_data.action, frames, 0.03)
     assert err.max() <= 1.0 + SLACK_CM
     assert scene.anim_signals.last_fit.joint_error_cm == pytest.approx(err.max(), abs=1e-3)
+
+
+def test_one_pass_reads_an_armature_and_its_playing_copy_as_separate_passes_do(scene):
+    """``virtual_vertices_of`` with :func:`playing_copy`: the armature as it plays and its copy
+    playing another action, in one depsgraph pass, against this test's mathutils measure of the
+    armature playing each action; the copy is gone afterwards and the frame is back."""
+    arm = ext_module("operators.blender_data.armatures")
+    ob, frames = _make_rig(n_frames=30)
+    original = ob.animation_data.action
+    other, _ = _make_rig(n_frames=30, seed=9)  # the same bones, other motion
+    other_action = other.animation_data.action
+    scene.frame_set(7)
+    objects_before = set(bpy.data.objects)
+    with arm.playing_copy(scene, ob, other_action) as copy:
+        assert copy.name.startswith("Biped") and copy.name.endswith(".verify") and copy.hide_get()
+        mine, theirs = arm.virtual_vertices_of(scene, [ob, copy], frames, 0.03)
+    assert set(bpy.data.objects) == objects_before and scene.frame_current == 7
+    assert ob.animation_data.action == original
+    np.testing.assert_allclose(mine, _vertices(ob, frames, 0.03), atol=1e-5)
+    assign_action(ob, other_action)
+    np.testing.assert_allclose(theirs, _vertices(ob, frames, 0.03), atol=1e-5)
+    assert np.abs(mine - theirs).max() > 0.05  # two different motions were read
+
+
+def _spy_on_vertex_reads(monkeypatch, osp) -> list:
+    """The frame counts of the object-space loop's depsgraph reads: ("original", n) for the
+    original clip alone, ("both", n) for the original with the fitted copy, ("fitted", n)."""
+    calls = []
+    vertices, both = osp._vertices, osp._original_and_fitted
+
+    def spy_vertices(check, action, lo, hi, rows=None):
+        calls.append(("original" if action is None else "fitted", check.job.frames.size if rows is None else rows.size))
+        return (yield from vertices(check, action, lo, hi, rows))
+
+    def spy_both(check, lo, hi):
+        calls.append(("both", check.job.frames.size))
+        return (yield from both(check, lo, hi))
+
+    monkeypatch.setattr(osp, "_vertices", spy_vertices)
+    monkeypatch.setattr(osp, "_original_and_fitted", spy_both)
+    return calls
+
+
+def test_a_plain_rig_reads_the_original_at_every_frame_only_in_the_final_check(scene, monkeypatch):
+    """Past TRUST_FRAMES, a rig without constraints reads the original at a few frames to trust
+    the pose model, and at every frame only in the last measure, beside the fitted copy; that
+    measure is still every frame's, against the mathutils one."""
+    osp = _object_space_module()
+    monkeypatch.setattr(osp, "TRUST_FRAMES", 25)
+    calls = _spy_on_vertex_reads(monkeypatch, osp)
+    ob, frames = _make_rig(n_frames=90)
+    original = ob.animation_data.action
+    objects_before = set(bpy.data.objects)
+    plan = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0)
+    for _ in osp.iter_joint_plan(plan, mode="FEWEST"):
+        pass
+    check = plan.joints
+    assert calls[0] == ("original", 25) and calls[-1] == ("both", 90)
+    assert ("original", 90) not in calls
+    assert check.model is not None and check.original_rows is None
+    assert set(bpy.data.objects) == objects_before
+    assert not [a for a in bpy.data.actions if a.name.endswith(".verify")]
+    np.testing.assert_allclose(check.original, _vertices(ob, frames, 0.03), atol=1e-5)
+    fitted = osp._fitted_copy(check)  # the fitted keys, as the final check played them
+    try:
+        err = _object_space_error_cm(ob, original, fitted, frames, 0.03)
+    finally:
+        assign_action(ob, original)
+        bpy.data.actions.remove(fitted)
+    assert check.error_cm == pytest.approx(err.max(), abs=1e-3) and check.met
 
 
 def test_keys_shared_by_every_curve_are_chosen_where_the_joints_stay_within_the_bound(scene, monkeypatch):
