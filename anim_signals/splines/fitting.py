@@ -84,6 +84,9 @@ class ChannelsFit:
         Every sample within its channel's tolerance.
     knot_counts : ndarray of int, shape (M,)
         Keys per channel.
+    fitted_values : ndarray, shape (N, M), optional
+        Every channel's curve at every sample frame, what the errors were measured on (Fewest and
+        Editable Keys: as Blender evaluates the float32 keys).
     """
 
     curves: list[BezierCurve]
@@ -93,6 +96,7 @@ class ChannelsFit:
     distortion: float
     within_tolerance: bool
     knot_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    fitted_values: np.ndarray | None = None
 
     @property
     def n_keys(self) -> int:
@@ -299,6 +303,7 @@ def _summary(curves: list[BezierCurve], mode: str, values: np.ndarray, frames: n
         distortion=distortion(values, approx),
         within_tolerance=bool(np.all(max_abs <= tol * (1 + TOLERANCE_SLACK))),
         knot_counts=np.array([c.n_keys for c in curves]),
+        fitted_values=approx,
     )
 
 

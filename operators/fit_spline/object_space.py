@@ -126,9 +126,6 @@ class JointCheck:
     model: PoseModel | None = None  # the pose model of the rig and the job's curves; None: depsgraph only
     original_model: np.ndarray | None = None  # (F, B, 7, 3) the pose model's vertices of the original
     model_measures: int = 0  # measures the pose model made (the depsgraph made the others)
-    # each curve's fitted values at every frame, kept with the curve they came from: a round refits
-    # a few chains, and the model's measure then evaluates only their curves again
-    evaluated: dict[int, tuple[Any, np.ndarray]] = field(default_factory=dict)
 
     @property
     def met(self) -> bool:
@@ -320,18 +317,13 @@ def _pose_check(check: JointCheck):
 
 
 def _fitted_values(check: JointCheck, rows: np.ndarray | None) -> np.ndarray:
-    """The job's fitted curves at every original frame (``rows`` only, when given), (F, M); at every
-    frame, only the curves refitted since the last call are evaluated."""
+    """The job's fitted curves at every original frame (``rows`` only, when given), (F, M): as the
+    fit measured them where it kept them (refits update the columns they refit)."""
     job = check.job
-    if rows is not None:
-        return job.result.evaluate(job.frames[rows])
-    columns = []
-    for c, curve in enumerate(job.result.curves):
-        kept = check.evaluated.get(c)
-        if kept is None or kept[0] is not curve:
-            kept = check.evaluated[c] = (curve, curve.evaluate(job.frames))
-        columns.append(kept[1])
-    return np.column_stack(columns)
+    fitted = job.result.fitted_values
+    if fitted is None:
+        return job.result.evaluate(job.frames if rows is None else job.frames[rows])
+    return fitted if rows is None else fitted[rows]
 
 
 def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = None, *, blender: bool = False
@@ -376,13 +368,17 @@ def _refit(job: FitJob, changed: np.ndarray, fit_options: dict, lo: float, hi: f
     max_err = np.array(fit.max_abs_error, dtype=float)
     rms = np.array(fit.rms_error, dtype=float)
     counts = np.array(fit.knot_counts) if np.size(fit.knot_counts) == len(curves) else np.array([c.n_keys for c in curves])
+    fitted = None
+    if fit.fitted_values is not None and sub.fitted_values is not None:
+        fitted = fit.fitted_values.copy()
+        fitted[:, cols] = sub.fitted_values
     for i, c in enumerate(cols):
         curves[c] = sub.curves[i]
         max_err[c] = sub.max_abs_error[i]
         rms[c] = sub.rms_error[i]
         if np.size(sub.knot_counts) == cols.size:
             counts[c] = sub.knot_counts[i]
-    job.result = replace(fit, curves=curves, max_abs_error=max_err, rms_error=rms, knot_counts=counts,
+    job.result = replace(fit, curves=curves, max_abs_error=max_err, rms_error=rms, knot_counts=counts, fitted_values=fitted,
                          distortion=max(float(fit.distortion), float(sub.distortion)),
                          within_tolerance=bool(np.all(max_err <= job.tolerance * (1 + 1e-6))))
     return int(cols.size)
