@@ -33,8 +33,10 @@ table of handle lengths, Lawson towards the minimax).
 A segment is accepted when every sample is within ``ACCEPT_SHARE`` of the tolerance, which leaves
 room for Blender storing keys in float32 and solving x(t) = frame in its own way. The result is
 checked at the end with :meth:`BezierCurve.evaluate` (Blender's evaluation, handle rescaling
-included) on float32-rounded keys; a segment that still misses is replaced by keys on every sample
-it spans (not seen on mocap; it keeps the guarantee).
+included) on float32-rounded keys. A channel that misses there (tolerances near float32's
+resolution of the values and frames: the "Joints" error space gives channels far from zero
+tolerances of 1e-6) is searched again with a tighter limit; a segment that still misses is replaced
+by keys on every sample it spans, whichever keeps fewer keys (it keeps the guarantee).
 
 Near-constant channels (half their range within the tolerance) get a single key.
 """
@@ -62,6 +64,11 @@ EXACT_MAX_SAMPLES = 200
 # as far as the aligned one, and at least this many samples further.
 CORNER_GAIN = 3.0
 CORNER_MIN_SAMPLES = 4
+# Channels whose keys miss their tolerance once stored in float32 are searched again at most this
+# many times, their limit tightened by at most FLOAT32_TIGHTEN each time (then the final check keys
+# every sample of a segment that still misses).
+FLOAT32_RETRIES = 2
+FLOAT32_TIGHTEN = 0.9
 # Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
 PROBES = 1
 # The length tried first from the first key (later keys start from the last segment's length).
@@ -179,9 +186,6 @@ def iter_fewest_keys(
             chosen = _refit(frames, values, [paths.get(c, np.array([0])) for c in range(m)], moving, limit)
         else:
             labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
-            compiled = None
-            if handles == "FREE" and pose_check is None:
-                compiled = yield from _compiled_search(frames, values, limit, moving, labels)
             if pose_check is not None:
                 held = np.where(constant, 0.5 * (values.max(axis=0) + values.min(axis=0)), values)
                 chosen = yield from _greedy(frames, values, limit, moving, False, labels,
@@ -189,19 +193,23 @@ def iter_fewest_keys(
                                                 a, length, _fitted_between(frames, values, held, moving, a, length,
                                                                            found)))
             else:
-                chosen = (compiled if compiled is not None
-                          else (yield from _greedy(frames, values, limit, moving, handles == "EDITABLE", labels)))
+                chosen = yield from _search(frames, values, limit, moving, labels, handles == "EDITABLE")
     yield 0.97
+    editable = handles == "EDITABLE"
     curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
     for lane, c in enumerate(moving):
         if n > 1:
-            curves[c] = _curve(frames, values[:, c], chosen[lane], handles == "EDITABLE")
+            curves[c] = _curve(frames, values[:, c], chosen[lane], editable)
+    fitted = None
+    if search == "FAST" and pose_check is None and n > 1 and moving.size:
+        fitted = _search_again_where_float32_misses(frames, values, tol, limit, moving, labels, editable, chosen,
+                                                    curves)
     keys = [np.asarray(chosen[list(moving).index(c)].keys) if c in moving and n > 1 else np.array([0])
             for c in range(m)]
     corners = sum(int(np.count_nonzero(ch.broken)) for ch in chosen)
     # (with a pose check, the channels' tolerances are not what the keys keep: nothing to repair here)
     curves, repaired, errors, fitted = _check_and_repair(frames, values, tol if pose_check is None else tol + np.inf,
-                                                         curves, keys)
+                                                         curves, keys, fitted)
     yield 1.0
     return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners, fitted)
 
@@ -549,6 +557,69 @@ def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, 
     return [c for c in chosen if c is not None]
 
 
+def _search(frames, values, limit, moving, labels, editable: bool) -> Generator[float, None, list[_Chosen]]:
+    """The FAST search of the moving channels: compiled with FREE handles where it can run, else
+    stepped in Python (:func:`_greedy`)."""
+    if not editable:
+        compiled = yield from _compiled_search(frames, values, limit, moving, labels)
+        if compiled is not None:
+            return compiled
+    return (yield from _greedy(frames, values, limit, moving, editable, labels))
+
+
+def _search_again_where_float32_misses(frames, values, tol, limit, moving, labels, editable: bool,
+                                       chosen: list[_Chosen], curves: list[BezierCurve]) -> np.ndarray:
+    """Search again, with a tighter limit, the channels (with the rest of their unit) whose keys miss
+    their tolerance once Blender stores them in float32, at most ``FLOAT32_RETRIES`` times, and keep
+    per unit whichever keeps fewer keys once the final check has repaired it: the first search or
+    the last. Updates ``chosen`` and ``curves`` in place; returns every channel's stored curve at
+    the frames (N, M).
+
+    Tolerances near float32's resolution of the values and frames (the "Joints" error space gives
+    channels far from zero tolerances of 1e-6) leave less room than ``ACCEPT_SHARE`` allows for; a
+    tighter search then usually keeps fewer keys than the repair (every sample of a segment keyed).
+    """
+    fitted = np.column_stack([_as_stored(c).evaluate(frames) for c in curves])
+    first: dict[int, tuple[_Chosen, BezierCurve, np.ndarray]] = {}
+    limit = limit.copy()
+    for _ in range(FLOAT32_RETRIES):
+        error = np.abs(fitted[:, moving] - values[:, moving]).max(axis=0)
+        missed = error > tol[moving]
+        if not missed.any():
+            break
+        lanes = np.flatnonzero(np.isin(labels, labels[missed]))
+        again = moving[missed]
+        limit[again] *= np.minimum(FLOAT32_TIGHTEN, tol[again] / error[missed])
+        redo = moving[lanes]
+        gen = _search(frames, values, limit, redo, np.unique(labels[lanes], return_inverse=True)[1], editable)
+        try:
+            while True:
+                next(gen)
+        except StopIteration as stop:
+            found = stop.value
+        for lane, c, fresh in zip(lanes, redo, found, strict=True):
+            first.setdefault(int(lane), (chosen[lane], curves[c], fitted[:, c].copy()))
+            chosen[lane] = fresh
+            curves[c] = _curve(frames, values[:, c], fresh, editable)
+            fitted[:, c] = _as_stored(curves[c]).evaluate(frames)
+    for unit in np.unique(labels[list(first)]):
+        lanes = np.flatnonzero(labels == unit)
+        if _keys_once_repaired(frames, values, tol, moving[lanes], [first[lane][:2] for lane in lanes]) < \
+                _keys_once_repaired(frames, values, tol, moving[lanes], [(chosen[lane], curves[moving[lane]])
+                                                                         for lane in lanes]):
+            for lane in lanes:
+                chosen[lane], curves[moving[lane]], fitted[:, moving[lane]] = first[lane]
+    return fitted
+
+
+def _keys_once_repaired(frames, values, tol, channels, found: list[tuple[_Chosen, BezierCurve]]) -> int:
+    """How many keys the final check leaves these channels' curves with (its repair included)."""
+    curves = [curve for _, curve in found]
+    keys = [np.asarray(c.keys) for c, _ in found]
+    _check_and_repair(frames, values[:, channels], tol[channels], curves, keys)
+    return sum(k.size for k in keys)
+
+
 def _fitted_between(frames, values, held, moving, start: int, length: int, found) -> np.ndarray:
     """Every channel at the samples strictly inside a segment, (length - 1, M): the moving ones
     (``found``: their fits, in ``moving`` order) as fitted, the others as ``held``."""
@@ -623,17 +694,20 @@ def _as_stored(curve: BezierCurve) -> BezierCurve:
     return BezierCurve(f32(curve.co), f32(curve.handle_left), f32(curve.handle_right), curve.handle_type)
 
 
-def _check_and_repair(frames, values, tol, curves, keys):
+def _check_and_repair(frames, values, tol, curves, keys, fitted=None):
     """Key every sample of a segment that misses under Blender's evaluation of the float32 keys.
 
-    Returns the curves, the number of segments repaired, each channel's max error and the curves'
-    values at the frames (N, M)."""
+    ``fitted``: the stored curves at the frames (N, M) when already evaluated. Returns the curves,
+    the number of segments repaired, each channel's max error and the curves' values at the frames
+    (N, M)."""
     repaired = 0
     out = list(curves)
     errors = np.zeros(len(curves))
-    fitted = np.empty((frames.size, len(curves)))
+    known = fitted is not None
+    fitted = np.empty((frames.size, len(curves))) if fitted is None else fitted
     for ch, curve in enumerate(curves):
-        fitted[:, ch] = _as_stored(curve).evaluate(frames)
+        if not known:
+            fitted[:, ch] = _as_stored(curve).evaluate(frames)
         err = np.abs(fitted[:, ch] - values[:, ch])
         errors[ch] = err.max()
         if errors[ch] <= tol[ch]:
