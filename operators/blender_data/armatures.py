@@ -219,8 +219,8 @@ def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Ob
                 worlds[k, i] = ob_eval.matrix_world
     # (column-major matrices) world @ pose matrix @ each bone's points, every frame at once
     pose_matrices = mats.reshape(len(armatures), count, n, 4, 4).astype(np.float64).transpose(0, 1, 2, 4, 3)
-    world = worlds[:, :, None] @ pose_matrices
-    return list(np.einsum("kfbij,bvj->kfbvi", world, local)[..., :3])
+    world = (worlds[:, :, None] @ pose_matrices)[..., :3, :]
+    return list(np.swapaxes(world @ np.swapaxes(local, -1, -2), -1, -2))
 
 
 @contextmanager
