@@ -188,7 +188,8 @@ def markdown(runs: dict, args) -> str:
         "(2 cores) at the row's start.",
         "",
         f"Kernel first use in a process: {compiled['warm_up_seconds']:.2f} s with the compiled kernel "
-        f"(loading it from numba's cache; compiling it on a fresh install takes a few seconds more, once), "
+        f"(a compile where this checkout's numba cache is missing or stale: about 20-30 s once; about 1 s "
+        f"from the cache; Blender's UI does it in the background at startup), "
         f"{numpy_run['warm_up_seconds']:.2f} s with numpy. Compiled kernel active: {compiled['compiled']}.",
         "",
     ]
