@@ -17,6 +17,7 @@ from ..common.transaction import current_transaction
 from .fitting import FitInputError, FitPlan, iter_plan, kept_text, plan_fit, write_plan
 from .object_space import iter_joint_plan, plan_joint_fit
 from .properties import FIT_SETTINGS, FitSettings
+from .warm_up import after_warm_up, warming_up
 
 __all__ = ["ANIM_SIGNALS_OT_fit_latent_spline"]
 
@@ -83,8 +84,16 @@ class ANIM_SIGNALS_OT_fit_latent_spline(FitSettings, StepwiseOperator, bpy.types
 
     def steps(self, plan: FitPlan):
         if plan.joints is not None:
-            return iter_joint_plan(plan, share_keys=self.share_keys, **self.fit_options())
-        return iter_plan(plan, share_keys=self.share_keys, **self.fit_options())
+            work = iter_joint_plan(plan, share_keys=self.share_keys, **self.fit_options())
+        else:
+            work = iter_plan(plan, share_keys=self.share_keys, **self.fit_options())
+        if self.blocking or not warming_up():
+            return work
+        # the first fit after an install, started while the kernel compiles at startup: wait on the
+        # timer (Esc stays live) rather than in the kernel's lock (the UI would freeze)
+        self.STATUS_TEXT = ("Fitting spline once the fitting kernel is compiled (the first fit after installing "
+                            "or updating)... Esc / right-click to cancel")
+        return after_warm_up(work)
 
     def finish(self, context, plan: FitPlan) -> set[str]:
         summary = write_plan(plan, keep_original=self.keep_original, scene=context.scene)

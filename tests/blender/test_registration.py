@@ -74,16 +74,39 @@ def test_the_kernel_warm_up_starts_only_in_the_ui_and_compiles_in_a_thread(exten
     import sys
     import threading
 
-    tool = sys.modules[f"{EXT_MODULE}.operators.fit_spline"]
+    warm_up = sys.modules[f"{EXT_MODULE}.operators.fit_spline.warm_up"]
     segment_fit = sys.modules[f"{EXT_MODULE}.anim_signals.splines.segment_fit"]
     # headless (--background, pipelines): nothing scheduled at registration
-    assert bpy.app.background and not bpy.app.timers.is_registered(tool._start_warm_up)
-    assert tool.WARM_UP["state"] == ""
+    assert bpy.app.background and not bpy.app.timers.is_registered(warm_up.start)
+    assert warm_up.STATE["state"] == ""
     try:
-        tool._start_warm_up()  # what the UI's timer runs
+        warm_up.start()  # what the UI's timer runs
         for thread in threading.enumerate():
             if thread.name == "anim_signals_warm_up":
                 thread.join(600)
-        assert tool.WARM_UP["state"] == segment_fit.kernel_location() != "numpy"
+        assert warm_up.STATE["state"] == segment_fit.kernel_location() != "numpy"
     finally:
-        tool.WARM_UP["state"] = ""
+        warm_up.STATE["state"] = ""
+
+
+def test_a_modal_fit_waits_for_the_warm_up_step_by_step(extension):
+    """While the warm-up compiles, the fit's steps are waits (progress 0, nothing run); the work
+    runs once it is done."""
+    import sys
+
+    warm_up = sys.modules[f"{EXT_MODULE}.operators.fit_spline.warm_up"]
+    ran = []
+
+    def work():
+        ran.append(True)
+        yield 0.5
+        yield 1.0
+
+    warm_up.STATE["state"] = "running"
+    try:
+        steps = warm_up.after_warm_up(work())
+        assert [next(steps) for _ in range(3)] == [0.0, 0.0, 0.0] and not ran
+        warm_up.STATE["state"] = "worker"
+        assert list(steps) == [0.5, 1.0] and ran
+    finally:
+        warm_up.STATE["state"] = ""

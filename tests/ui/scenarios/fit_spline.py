@@ -88,7 +88,7 @@ def run(area) -> Iterator[Wait]:
     yield from _greyed_out_in_fewest(area, sidebar, settings)
     # The extension compiles the segment test in the background at startup (about 30 s on a clean
     # clone, in the worker process), so the first fit does not wait for it.
-    warm = ext("operators.fit_spline").WARM_UP
+    warm = ext("operators.fit_spline.warm_up").STATE
     yield Wait("the startup warm-up of the segment test finished", lambda: warm["state"] not in ("", "running"),
                240.0, required=False)
     check("the startup warm-up compiled the segment test in the worker process", warm["state"] == "worker",
@@ -152,3 +152,22 @@ def run(area) -> Iterator[Wait]:
     check("Esc cancels the fit: no action added", set(bpy.data.actions.keys()) == actions_before,
           f"new: {sorted(set(bpy.data.actions.keys()) - actions_before)}")
     check("Esc cancels the fit: last fit still the first run", last.object_name == biped.name)
+
+    # A fit clicked while the startup warm-up still compiles (as it is here, pretended) waits for it
+    # on the modal timer, the window live and nothing written, and runs once the warm-up is done.
+    biped3 = demo_biped("UI_Biped_Wait")
+    make_active(biped3)
+    before3 = key_count(biped3)
+    state = warm["state"]
+    warm["state"] = "running"
+    try:
+        click_button(sidebar, button[0])
+        yield Wait("the click starts the fit", lambda: modal_running(FIT), 20.0)
+        yield Wait("a second of waiting for the warm-up", lambda: False, 1.0, required=False)
+        check("a fit clicked during the warm-up waits for it: still modal after 1 s, nothing written",
+              modal_running(FIT) and key_count(biped3) == before3, f"{before3} -> {key_count(biped3)} keys")
+    finally:
+        warm["state"] = state
+    yield Wait("the fit runs once the warm-up is done", lambda: not modal_running(FIT), 60.0)
+    check("the fit that waited for the warm-up then fits", 0 < key_count(biped3) < before3
+          and last.object_name == biped3.name, f"{before3} -> {key_count(biped3)} keys")
