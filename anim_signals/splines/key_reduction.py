@@ -69,6 +69,9 @@ CORNER_MIN_SAMPLES = 4
 # every sample of a segment that still misses).
 FLOAT32_RETRIES = 2
 FLOAT32_TIGHTEN = 0.9
+# The compiled search reports progress (and can be cancelled) about this many times: per share of
+# the units, or per stretch of frames when there are fewer units.
+PROGRESS_STEPS = 16
 # Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
 PROBES = 1
 # The length tried first from the first key (later keys start from the last segment's length).
@@ -531,29 +534,41 @@ def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, 
     """:func:`_greedy` with FREE handles, each unit's search (``labels``: the moving channels'
     units, as ``_greedy``'s ``group_of``) run whole in compiled code (the same keys where keys stay
     on their samples; :func:`.segment_fit.search_channels_of`), a share of the units per step for
-    progress. None when it cannot run (no compiled kernel, or one that failed)."""
+    progress; with fewer units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each
+    share's search also stops and goes on every stretch of frames. None when it cannot run (no
+    compiled kernel, or one that failed)."""
     columns = np.ascontiguousarray(values.T)
     n_units = int(labels.max()) + 1
-    share = max(4, -(-n_units // 16))
+    share = max(4, -(-n_units // PROGRESS_STEPS))
+    n_shares = -(-n_units // share)
+    stretch = -(-frames.size // max(1, -(-PROGRESS_STEPS // n_shares)))
     chosen: list[_Chosen | None] = [None] * moving.size
-    for first in range(0, n_units, share):
+    for s, first in enumerate(range(0, n_units, share)):
         units = np.arange(first, min(first + share, n_units))
         lanes = np.concatenate([np.flatnonzero(labels == g) for g in units])
         bounds = np.concatenate([[0], np.cumsum([np.count_nonzero(labels == g) for g in units])])
         part = moving[lanes]
-        found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES, FIRST_LENGTH,
-                                               bounds)
-        if found is None:
-            return None
-        counts, keys, fits = found
-        key_end = np.cumsum(counts)
-        fit_end = key_end - np.arange(1, part.size + 1)
-        for i, count in enumerate(counts):
-            k = keys[key_end[i] - count:key_end[i]].tolist()
-            f = fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()
-            key_values = [float(values[0, part[i]])] + f[4] if len(f) > 4 else None
-            chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * count, key_values)
-        yield 0.95 * (first + units.size) / n_units
+        keys: list[list[int]] = [[] for _ in part]
+        fits: list[list[list[float]]] = [[[] for _ in range(5)] for _ in part]
+        start = None
+        for stop_at in range(stretch, frames.size - 1 + stretch, stretch):
+            found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES,
+                                                   FIRST_LENGTH, bounds, start, stop_at)
+            if found is None:
+                return None
+            counts, found_keys, found_fits = found
+            key_end = np.cumsum(counts)
+            fit_end = key_end - np.arange(1, part.size + 1)
+            for i, count in enumerate(counts):
+                k = found_keys[key_end[i] - count:key_end[i]].tolist()
+                keys[i] += k if start is None else k[1:]  # (a later stretch starts at the last key)
+                for r, row in enumerate(found_fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()):
+                    fits[i][r] += row
+            start = segment_fit.search_state(counts, found_keys, found_fits, bounds)
+            yield 0.95 * (s + min(1.0, stop_at / max(frames.size - 1, 1))) / n_shares
+        for i, (k, f) in enumerate(zip(keys, fits, strict=True)):
+            key_values = [float(values[0, part[i]])] + f[4]
+            chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * len(k), key_values)
     return [c for c in chosen if c is not None]
 
 

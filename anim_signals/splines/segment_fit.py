@@ -51,6 +51,8 @@ __all__ = [
     "fit_segments_of",
     "inverse_x",
     "segment_curve",
+    "search_channels_of",
+    "search_state",
     "segment_feasible",
 ]
 
@@ -496,10 +498,13 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
     return out
 
 
-def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None):
+def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None,
+                       start=None, stop_at=None):
     """:func:`.key_reduction._greedy`'s search with FREE handles, run whole in compiled code
     (:func:`.segment_kernel.search_channels`, in this process or the worker): each channel its own
-    keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit.
+    keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit;
+    ``start`` and ``stop_at`` go on from where a search stopped and stop at a sample
+    (:func:`search_state`).
 
     Keys may sit off their samples (:data:`FREE_KEY_VALUES`). Returns ``(counts, keys, fits)`` as
     that function does (fits' fifth row each segment's end value), or None where the search must run in
@@ -517,12 +522,32 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
     try:
         return search(frames, columns, np.asarray(chan, dtype=np.int64), np.asarray(limit, dtype=float),
                       HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE,
-                      REFINE_GATE if refine else 0.0, probes, first_length, FREE_KEY_VALUES, units)
+                      REFINE_GATE if refine else 0.0, probes, first_length, FREE_KEY_VALUES, units, start, stop_at)
     except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: the Python search on numpy runs instead
         KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
         warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "
                       "running the numpy one (5-8x slower)", RuntimeWarning, stacklevel=2)
         return None
+
+
+def search_state(counts, keys, fits, units=None):
+    """Where the searches of a :func:`.segment_kernel.search_channels` result stopped, as its next
+    ``start``: each unit's last key, each channel's last segment fit (alpha, beta, c1, c2, end
+    value; (k, 5)) and the unit's last segment length (at least 2, the first length the search tries
+    next). ``units`` as given to the search. A unit whose search had already reached the last sample
+    (one key, no segment) goes on with nothing to do: its fit is NaN."""
+    counts = np.asarray(counts, dtype=np.int64)
+    k = counts.size
+    bounds = np.arange(k + 1) if units is None else np.asarray(units, dtype=np.int64)
+    key_end = np.cumsum(counts)
+    last_key = keys[key_end - 1]
+    before_last = keys[np.maximum(key_end - 2, 0)]
+    first = bounds[:-1]
+    fit_end = key_end - np.arange(1, k + 1)  # one past each channel's last segment in ``fits``
+    last_fit = np.full((k, 5), np.nan)
+    moved = counts > 1
+    last_fit[moved] = fits[:, fit_end[moved] - 1].T
+    return last_key[first], last_fit, np.maximum(last_key[first] - before_last[first], 2)
 
 
 def segment_feasible(

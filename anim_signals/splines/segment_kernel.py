@@ -480,7 +480,7 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
 
 
 def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                 first_length, free_values, keys, fits):  # pragma: no cover - compiled
+                 first_length, free_values, key0, last_fit, stop_at, keys, fits):  # pragma: no cover - compiled
     """:func:`.key_reduction._greedy`'s search for one unit alone (FREE handles): channels
     ``chans`` (rows of ``columns``) that share their key frames, each within its ``lims``, step for
     step: the same lengths tried in the same order, so the same keys. A length passes when it
@@ -491,27 +491,37 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
     With ``free_values`` each key after the first may sit off its sample, within the limit: a
     segment's end value is a third unknown of its minimax fit beside c1 and c2 (the end sample one
     more point), and the next segment starts from it. The Python search keeps the samples' values
-    (then the keys are its keys)."""
+    (then the keys are its keys).
+
+    The search starts at key ``key0``, each channel's segment before it ``last_fit`` (k, 5) (its
+    end value the key's value; at the first sample: zeros and the sample's value), and returns once
+    a key reaches ``stop_at`` (or the last sample): from the state it stopped in (the last key, the
+    last segments' fits, their length as ``first_length``) it goes on with the same keys as one call
+    would (progress and cancelling between calls)."""
     k = chans.shape[0]
     n = frames.shape[0]
     size = 2 * n + 2
     u, tgt, inv, b1, b2, b3, r0, weights, res = _scratch(size)
-    keys[0] = 0
+    keys[0] = key0
     count = 1
-    if n < 2:
+    if key0 >= n - 1:
         return count
-    key = 0
+    key = key0
     y0 = np.empty(k)
+    # each channel's fit at the length known to pass (lo); a refinement that starts before any
+    # longer length passed starts from the previous segment's handle lengths
+    best = np.empty((k, 5))
     for i in range(k):
-        y0[i] = columns[chans[i], 0]
-    best = np.zeros((k, 5))  # each channel's fit at the length known to pass (lo)
+        y0[i] = last_fit[i, 4]
+        for r in range(5):
+            best[i, r] = last_fit[i, r]
     trial_fit = np.zeros((k, 5))
     lo = 1
     hi = 0
     probing = False
     refining = False
     probes_left = probes
-    trial = min(first_length, n - 1)
+    trial = min(first_length, n - 1 - key0)
     while True:
         gate = refine_gate if refining else 0.0
         ok = True
@@ -584,7 +594,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             key = end
             keys[count] = key
             count += 1
-            if key >= n - 1:
+            if key >= n - 1 or key >= stop_at:
                 return count
             first_length = max(lo, 2)
             lo = 1
@@ -697,13 +707,18 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values=False, units=None):
+                    first_length, free_values=False, units=None, start=None, stop_at=None):
     """:func:`.key_reduction._greedy`'s search (FREE handles) run whole in compiled code: channel
     ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
     table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
     increasing offsets into ``chan``: channels ``chan[units[j]:units[j + 1]]`` share their key frames
     (None: every channel its own keys). With ``free_values`` a key's value may sit off its sample
-    within the limit (:func:`_search_unit`).
+    within the limit (:func:`_search_unit`). ``start`` ``(key0 (u,), last_fit (k, 5), lengths (u,))``:
+    each unit's search goes on from key ``key0`` (each channel's segment before it ``last_fit``, the
+    first length tried ``lengths``; default: the first sample, its values, ``first_length``);
+    ``stop_at``: each unit's
+    search returns once a key reaches that sample (default: the end), for the caller to go on from
+    there (:func:`.segment_fit.search_state`).
 
     The Python search steps all units together, one batch of segments per round: a long clip
     takes thousands of rounds of a few segments each, and their overhead and the second core left
@@ -726,6 +741,17 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     if bounds[0] != 0 or bounds[-1] != k or np.any(np.diff(bounds) <= 0):
         raise ValueError("units must be increasing offsets from 0 to the number of channels")
     n_units = bounds.size - 1
+    if start is None:
+        key0 = np.zeros(n_units, np.int64)
+        last_fit = np.zeros((k, 5))
+        last_fit[:, 4] = columns[chan, 0] if n else 0.0
+        lengths = np.full(n_units, int(first_length), np.int64)
+    else:
+        key0, last_fit, lengths = (np.ascontiguousarray(a, dtype=t)
+                                   for a, t in zip(start, (np.int64, np.float64, np.int64)))
+        if key0.shape != (n_units,) or last_fit.shape != (k, 5) or lengths.shape != (n_units,):
+            raise ValueError("start must give a key and a length per unit and a segment fit (5 values) per channel")
+    stop = n if stop_at is None else int(stop_at)
     unit_counts = np.zeros(n_units, np.int64)
     keys = np.zeros((n_units, max(n, 1)), np.int64)
     fits = np.zeros((k, 5, max(n - 1, 1)))
@@ -736,7 +762,8 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
             a, b = bounds[j], bounds[j + 1]
             unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
                                           int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                          int(first_length), bool(free_values), keys[j], fits[a:b])
+                                          int(lengths[j]), bool(free_values), int(key0[j]), last_fit[a:b], stop,
+                                          keys[j], fits[a:b])
 
     jobs = [_pool().submit(work) for _ in range(min(THREADS, n_units) - 1)]
     work()  # the calling thread takes a share too

@@ -209,7 +209,7 @@ class WorkerKernel:
         return answer
 
     def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
-               probes, first_length, free_values=False, units=None):
+               probes, first_length, free_values=False, units=None, start=None, stop_at=None):
         """:func:`.segment_kernel.search_channels` answered by the child."""
         with self._lock:
             process = self._running()
@@ -219,7 +219,9 @@ class WorkerKernel:
                                          np.ascontiguousarray(limit, dtype=np.float64), bool(between),
                                          int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
                                          int(first_length), bool(free_values),
-                                         None if units is None else np.asarray(units, dtype=np.int64))))
+                                         None if units is None else np.asarray(units, dtype=np.int64),
+                                         None if start is None else tuple(np.asarray(a) for a in start),
+                                         None if stop_at is None else int(stop_at))))
                 answer = _receive_answer(stdout, 0)
             except (OSError, EOFError) as exc:
                 self._stopped(process, exc)
@@ -309,9 +311,9 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
 
                 frames, columns, ab, table = clip
                 (chan, limit, between, lawson_iterations, ridge, gate, probes, first_length, free_values,
-                 units) = payload
+                 units, start, stop_at) = payload
                 _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
-                                              ridge, gate, probes, first_length, free_values, units))
+                                              ridge, gate, probes, first_length, free_values, units, start, stop_at))
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip

@@ -137,7 +137,8 @@ def test_compiled_search_takes_the_keys_of_the_python_search(gate, groups, monke
     original = segment_fit.search_channels_of
     monkeypatch.setattr(segment_fit, "search_channels_of", lambda *a: calls.append(a[2]) or original(*a))
     whole = fk.fewest_keys(values, frames, tol, groups=groups)
-    assert sorted(np.concatenate(calls).tolist()) == list(range(7))  # every moving channel searched compiled
+    # every moving channel searched compiled (over several stretches of frames: fewer units than steps)
+    assert sorted(set(np.concatenate(calls).tolist())) == list(range(7))
     python_search(monkeypatch)
     stepped = fk.fewest_keys(values, frames, tol, groups=groups)
     assert whole.within_tolerance and whole.n_keys < 0.5 * values.size
@@ -488,3 +489,64 @@ def test_warm_up_without_the_compiled_kernel_fits_nothing(monkeypatch):
     monkeypatch.setattr(segment_fit, "compiled_kernel", lambda: False)
     monkeypatch.setattr(fk, "fewest_keys", lambda *a, **k: pytest.fail("fitted without a kernel"))
     assert fk.warm_up() == "numpy"
+
+
+@pytest.mark.parametrize("free_values", [True, False])
+def test_a_shared_key_search_in_stretches_takes_the_keys_of_one_call(free_values, monkeypatch):
+    """Keys shared by every curve are one unit: its compiled search stops every stretch of frames
+    (progress, cancelling) and goes on from where it stopped, with the keys, handles and values of
+    the search run in one call."""
+    monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", free_values)
+    frames, values = clip(8, n=400, m=5)
+    everything = [0] * values.shape[1]
+    seen: list[float] = []
+    stretched = fk.fewest_keys(values, frames, 0.01, groups=everything, progress=seen.append)
+    assert len({round(p, 6) for p in seen if p < 0.95}) >= fk.PROGRESS_STEPS // 2  # progress inside the search
+    monkeypatch.setattr(fk, "PROGRESS_STEPS", 1)  # one share, one stretch: one call
+    whole = fk.fewest_keys(values, frames, 0.01, groups=everything)
+    assert [k.tolist() for k in stretched.key_indices] == [k.tolist() for k in whole.key_indices]
+    for a, b in zip(stretched.curves, whole.curves, strict=True):
+        np.testing.assert_array_equal(a.co, b.co)
+        np.testing.assert_array_equal(a.handle_left, b.handle_left)
+        np.testing.assert_array_equal(a.handle_right, b.handle_right)
+
+
+def test_a_shared_key_search_can_be_cancelled_between_stretches():
+    from anim_signals import FitCancelled
+
+    frames, values = clip(9, n=400, m=4)
+    calls = []
+
+    def cancel_midway(p):
+        calls.append(p)
+        return 0.3 < p < 0.9
+
+    with pytest.raises(FitCancelled):
+        fk.fewest_keys(values, frames, 0.01, groups=[0] * 4, progress=cancel_midway)
+    assert max(calls) < 0.9
+
+
+def test_the_worker_goes_on_from_where_its_search_stopped():
+    """The worker's search takes ``start`` and ``stop_at`` as the local one does."""
+    from anim_signals.splines import segment_process
+
+    frames, values = clip(10, n=240, m=3)
+    columns = np.ascontiguousarray(values.T)
+    chan = np.arange(3)
+    limit = np.full(3, 0.01)
+    units = np.array([0, 3])
+    args = (segment_fit.HANDLE_PAIRS, segment_fit._inverse_tables(), segment_fit.BETWEEN_FRAMES,
+            segment_fit.LAWSON_ITERATIONS, segment_fit._RIDGE, segment_fit.REFINE_GATE, fk.PROBES, fk.FIRST_LENGTH,
+            True, units)
+    local = segment_kernel.search_channels(frames, columns, chan, limit, *args, None, 100)
+    start = segment_fit.search_state(*local, units)
+    assert 100 <= start[0][0] < 239
+    then_local = segment_kernel.search_channels(frames, columns, chan, limit, *args, start)
+    worker = segment_process.WorkerKernel()
+    try:
+        then_worker = worker.search(frames, columns, chan, limit, *args, start)
+    finally:
+        worker.close()
+    for a, b in zip(then_local, then_worker, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert then_local[1][0] == start[0][0] and then_local[1][-1] == 239
