@@ -627,14 +627,23 @@ def main(argv=None):
     if args.merge:
         return merge([d for d in args.merge.split(",") if d], args)
     use_operator = False
+    extension = None
     if not args.core_only:
         try:
-            be.enable_extension()
+            extension = be.enable_extension()
             use_operator = True
         except Exception as ex:
             log(f"note: the extension's operator is not available ({ex}); fitting BVH clips through the core")
     args.continuity_resolved = resolve_continuity(args, use_operator)
     meta = run_meta(use_operator, args.continuity_resolved)
+    # The kernel's one-time load (its compile in a checkout numba has not cached yet) is not a fit's
+    # time: Blender's UI does the same at startup (operators/fit_spline/warm_up.py).
+    t0 = time.perf_counter()
+    anim_signals.splines.key_reduction.warm_up()
+    if extension:  # the operator's own copy of the core (its own numba dispatchers)
+        sys.modules[f"{extension}.anim_signals.splines.key_reduction"].warm_up()
+    meta["kernel_warm_up_s"] = round(time.perf_counter() - t0, 2)
+    log(f"kernel warm-up (load or compile, not timed in the rows): {meta['kernel_warm_up_s']} s")
 
     out = be.ensure_dir(args.out)
     results, notes, anchors = [], [], {}
