@@ -51,6 +51,7 @@ import numpy as np
 from . import segment_fit
 from .bspline import BezierCurve
 from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
+from .stored_keys import as_stored, check_and_repair
 
 __all__ = ["ACCEPT_SHARE", "HANDLES", "HANDLE_PAIRS", "SEARCHES", "FewestKeys", "fewest_keys", "iter_fewest_keys", "segment_feasible",
            "warm_up"]
@@ -76,6 +77,10 @@ PROGRESS_STEPS = 16
 PROBES = 1
 # The length tried first from the first key (later keys start from the last segment's length).
 FIRST_LENGTH = 8
+# With a pose check, near-constant channels held at their single key may use at most this share of
+# what the check allows, at every sample: the check sees only the samples between keys, and at a key
+# the held channels alone make the error (the rest is for the moving channels between keys).
+HELD_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,8 @@ def iter_fewest_keys(
                          f"got {n} (use search='FAST')")
     half_range = (values.max(axis=0) - values.min(axis=0)) / 2.0
     constant = half_range <= tol * ACCEPT_SHARE
+    if pose_check is not None and n > 2 and constant.any():
+        constant = yield from _constants_the_check_allows(values, half_range, tol, constant, pose_check)
     moving = np.flatnonzero(~constant)
     limit = tol * ACCEPT_SHARE
     chosen: list[_Chosen] = []
@@ -211,7 +218,7 @@ def iter_fewest_keys(
             for c in range(m)]
     corners = sum(int(np.count_nonzero(ch.broken)) for ch in chosen)
     # (with a pose check, the channels' tolerances are not what the keys keep: nothing to repair here)
-    curves, repaired, errors, fitted = _check_and_repair(frames, values, tol if pose_check is None else tol + np.inf,
+    curves, repaired, errors, fitted = check_and_repair(frames, values, tol if pose_check is None else tol + np.inf,
                                                          curves, keys, fitted)
     yield 1.0
     return FewestKeys(curves, keys, errors, bool(np.all(errors <= tol)), repaired, corners, fitted)
@@ -257,7 +264,9 @@ def fewest_keys(
     pose_check : callable, optional
         With every channel in one group: decides whether a segment passes, instead of each
         channel's tolerance (which then only sets what each channel's segment fit aims at, and
-        which channels are near-constant: give tolerances near what the check allows). Called as ``pose_check(start, length, fitted)`` with every
+        which channels may be near-constant: give tolerances near what the check allows; those whose
+        single key would break the check at some sample, with ``HELD_SHARE`` of its room, are keyed
+        as moving ones). Called as ``pose_check(start, length, fitted)`` with every
         channel's fitted values at the samples strictly between (``(length - 1, M)``; near-constant
         channels at their single key's value); for example the largest joint error of a rig in
         object space against a bound (the "Joints" error space with keys shared by all curves).
@@ -594,7 +603,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
     channels far from zero tolerances of 1e-6) leave less room than ``ACCEPT_SHARE`` allows for; a
     tighter search then usually keeps fewer keys than the repair (every sample of a segment keyed).
     """
-    fitted = np.column_stack([_as_stored(c).evaluate(frames) for c in curves])
+    fitted = np.column_stack([as_stored(c).evaluate(frames) for c in curves])
     first: dict[int, tuple[_Chosen, BezierCurve, np.ndarray]] = {}
     limit = limit.copy()
     for _ in range(FLOAT32_RETRIES):
@@ -616,7 +625,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
             first.setdefault(int(lane), (chosen[lane], curves[c], fitted[:, c].copy()))
             chosen[lane] = fresh
             curves[c] = _curve(frames, values[:, c], fresh, editable)
-            fitted[:, c] = _as_stored(curves[c]).evaluate(frames)
+            fitted[:, c] = as_stored(curves[c]).evaluate(frames)
     for unit in np.unique(labels[list(first)]):
         lanes = np.flatnonzero(labels == unit)
         if _keys_once_repaired(frames, values, tol, moving[lanes], [first[lane][:2] for lane in lanes]) < \
@@ -631,8 +640,49 @@ def _keys_once_repaired(frames, values, tol, channels, found: list[tuple[_Chosen
     """How many keys the final check leaves these channels' curves with (its repair included)."""
     curves = [curve for _, curve in found]
     keys = [np.asarray(c.keys) for c, _ in found]
-    _check_and_repair(frames, values[:, channels], tol[channels], curves, keys)
+    check_and_repair(frames, values[:, channels], tol[channels], curves, keys)
     return sum(k.size for k in keys)
+
+
+def _constants_the_check_allows(values, half_range, tol, constant, pose_check: PoseCheck
+                                ) -> Generator[float, None, np.ndarray]:
+    """The near-constant channels, fewer where holding them all breaks the pose check.
+
+    A sample that the held channels alone push past the check would always end a segment (no
+    segment over it passes) and, a key, never be checked. So the held channels must pass at every
+    sample with room to spare: their deviations scaled by ``1 / HELD_SHARE`` pass the check over the
+    whole clip. Where they do not, the channels that move most against their tolerance are keyed
+    instead, as few as pass (bisection over that order: a handful of checks of the whole clip; a
+    cancel can come between them).
+    """
+    n = values.shape[0]
+    middle = 0.5 * (values.max(axis=0) + values.min(axis=0))
+    inside = values[1:n - 1]
+
+    def passes(held: np.ndarray) -> bool:
+        scaled = inside + np.where(held, middle - inside, 0.0) / HELD_SHARE
+        return bool(pose_check(0, n - 1, scaled))
+
+    if passes(constant):
+        return constant
+    yield 0.0
+    candidates = np.flatnonzero(constant & (half_range > 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        motion = np.where(tol[candidates] > 0.0, half_range[candidates] / tol[candidates], np.inf)
+    order = candidates[np.argsort(-motion, kind="stable")]
+    lo, hi = 0, order.size  # keying order[:lo] fails; keying order[:hi] (every moving one) passes
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        held = constant.copy()
+        held[order[:mid]] = False
+        if passes(held):
+            hi = mid
+        else:
+            lo = mid
+        yield 0.0
+    held = constant.copy()
+    held[order[:hi]] = False
+    return held
 
 
 def _fitted_between(frames, values, held, moving, start: int, length: int, found) -> np.ndarray:
@@ -700,73 +750,3 @@ def _constant_curve(frames, column) -> BezierCurve:
     mid = 0.5 * (column.max() + column.min())
     co = np.array([[frames[0], mid]])
     return BezierCurve(co, co - [1.0, 0.0], co + [1.0, 0.0], np.array(["FREE"]))
-
-
-def _as_stored(curve: BezierCurve) -> BezierCurve:
-    """The curve as Blender keeps it: float32 keys and handles."""
-    def f32(a):
-        return a.astype(np.float32).astype(float)
-    return BezierCurve(f32(curve.co), f32(curve.handle_left), f32(curve.handle_right), curve.handle_type)
-
-
-def _check_and_repair(frames, values, tol, curves, keys, fitted=None):
-    """Key every sample of a segment that misses under Blender's evaluation of the float32 keys.
-
-    ``fitted``: the stored curves at the frames (N, M) when already evaluated. Returns the curves,
-    the number of segments repaired, each channel's max error and the curves' values at the frames
-    (N, M)."""
-    repaired = 0
-    out = list(curves)
-    errors = np.zeros(len(curves))
-    known = fitted is not None
-    fitted = np.empty((frames.size, len(curves))) if fitted is None else fitted
-    for ch, curve in enumerate(curves):
-        if not known:
-            fitted[:, ch] = _as_stored(curve).evaluate(frames)
-        err = np.abs(fitted[:, ch] - values[:, ch])
-        errors[ch] = err.max()
-        if errors[ch] <= tol[ch]:
-            continue
-        k = keys[ch]
-        bad = np.flatnonzero(err > tol[ch])
-        seg = np.clip(np.searchsorted(k, bad, side="right") - 1, 0, max(k.size - 2, 0))
-        # a key whose own value misses (off its sample) takes the sample's: both its segments go dense
-        off = np.flatnonzero(np.abs(curve.co[:, 1] - values[k, ch]) > tol[ch]) if curve.n_keys == k.size else []
-        seg = np.unique(np.clip(np.concatenate([seg, np.asarray(off) - 1, off]), 0, max(k.size - 2, 0)).astype(int))
-        repaired += seg.size
-        new_keys = set(k.tolist())
-        for s in seg:
-            new_keys.update(range(int(k[s]), int(k[min(s + 1, k.size - 1)]) + 1))
-        if k.size == 1:
-            new_keys = set(range(frames.size))
-        keys[ch] = np.array(sorted(new_keys))
-        out[ch] = _linear_where_dense(frames, values[:, ch], keys[ch], curve, tol[ch])
-        fitted[:, ch] = _as_stored(out[ch]).evaluate(frames)
-        errors[ch] = np.abs(fitted[:, ch] - values[:, ch]).max()
-    return out, repaired, errors, fitted
-
-
-def _linear_where_dense(frames, y, k, old: BezierCurve, tol: float) -> BezierCurve:
-    """Keys k with straight-line handles on one-sample segments, the old handles elsewhere (an old
-    key keeps its value where it is within ``tol`` of its sample; the others take the sample's)."""
-    co = np.column_stack([frames[k], y[k]])
-    n = k.size
-    old_frames = old.co[:, 0]
-    # where each new key sits among the old keys (-1: not an old key)
-    pos = np.clip(np.searchsorted(old_frames, co[:, 0] - 1e-9 * (1.0 + np.abs(co[:, 0]))), 0, old.n_keys - 1)
-    pos = np.where(np.isclose(old_frames[pos], co[:, 0]), pos, -1)
-    kept_value = old.co[np.maximum(pos, 0), 1]
-    co[:, 1] = np.where((pos >= 0) & (np.abs(kept_value - co[:, 1]) <= tol), kept_value, co[:, 1])
-    left = np.empty_like(co)
-    right = np.empty_like(co)
-    if n > 1:
-        # a segment between two keys that were neighbours in the old curve keeps its handles
-        same = (pos >= 0) & (co[:, 1] == kept_value)
-        kept = same[:-1] & same[1:] & (pos[1:] == pos[:-1] + 1)
-        right[:-1] = np.where(kept[:, None], old.handle_right[np.maximum(pos[:-1], 0)], co[:-1] + (co[1:] - co[:-1]) / 3.0)
-        left[1:] = np.where(kept[:, None], old.handle_left[np.maximum(pos[1:], 0)], co[1:] - (co[1:] - co[:-1]) / 3.0)
-        right[-1] = 2 * co[-1] - left[-1]
-        left[0] = 2 * co[0] - right[0]
-    else:
-        left[0], right[0] = co[0] - [1.0, 0.0], co[0] + [1.0, 0.0]
-    return BezierCurve(co, left, right, np.full(n, "FREE"))

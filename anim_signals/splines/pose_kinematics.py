@@ -181,10 +181,28 @@ def rest_relative(parents: Sequence[int] | np.ndarray, rest: ArrayLike) -> np.nd
     rest = np.asarray(rest, dtype=float)
     relative = rest.copy()
     child = np.flatnonzero(parents >= 0)
-    # (a general inverse: Blender's rest matrices are rigid only to float32 precision, and on a rig
-    # many metres from its origin the difference shows)
-    relative[child] = np.linalg.solve(rest[parents[child]], rest[child])
+    relative[child] = _affine_inverse(rest[parents[child]]) @ rest[child]
     return relative
+
+
+def _affine_inverse(matrices: np.ndarray) -> np.ndarray:
+    """Inverses of affine 4x4 matrices (..., 4, 4) (last row 0 0 0 1), in closed form.
+
+    A general inverse of the 3x3 part (its adjugate over its determinant), not the transpose:
+    Blender's rest matrices are rigid only to float32 precision, and on a rig many metres from its
+    origin the difference shows. Not LAPACK: after the fitting kernel's threads have run, OpenBLAS's
+    threads take 0.1-0.5 s to wake for the first LAPACK call on this 2-core machine, for a solve
+    that takes 0.05 ms.
+    """
+    a, b, c = matrices[..., :3, 0], matrices[..., :3, 1], matrices[..., :3, 2]
+    rows = np.stack([np.cross(b, c), np.cross(c, a), np.cross(a, b)], axis=-2)  # adjugate
+    det = np.einsum("...i,...i->...", a, rows[..., 0, :])
+    linear = rows / det[..., None, None]
+    out = np.zeros(matrices.shape)
+    out[..., :3, :3] = linear
+    out[..., :3, 3] = -np.einsum("...ij,...j->...i", linear, matrices[..., :3, 3])
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,

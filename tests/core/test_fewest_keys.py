@@ -16,6 +16,7 @@ from anim_signals import FitCancelled, fit_channels
 from anim_signals.splines import key_reduction as fk
 from anim_signals.splines import segment_fit
 from anim_signals.splines.key_reduction import ACCEPT_SHARE, fewest_keys, segment_feasible
+from anim_signals.splines.stored_keys import as_stored
 
 
 def reference_evaluate(curve, frames):
@@ -569,7 +570,9 @@ def test_a_pose_check_decides_every_shared_segment():
     def check(start, length, fitted):
         seen.append((start, length))
         assert fitted.shape == (max(length - 1, 0), values.shape[1])
-        if length > 1:  # the near-constant channel arrives at its single key's value
+        # the near-constant channel arrives at its single key's value (a segment), except in the
+        # check over the whole clip that its held value leaves room (its deviation scaled up)
+        if length > 1 and (start, length) != (0, values.shape[0] - 1):
             assert np.allclose(fitted[:, -1], 0.5 * (values[:, -1].max() + values[:, -1].min()))
         return bool(np.abs(fitted - values[start + 1:start + length]).max(initial=0.0) <= bound)
 
@@ -590,6 +593,30 @@ def test_a_pose_check_decides_every_shared_segment():
     assert keys.size <= per_channel.key_indices[0].size
     # the per-channel tolerances only steered the fits: nothing was repaired
     assert fit.repaired_segments == 0
+
+
+def test_channels_held_at_one_key_never_break_the_pose_check_at_a_key():
+    # Two near-constant channels whose held deviations add up past the check's bound (errors add, as
+    # on a joint). The check sees only the samples between keys, so a sample they alone push past
+    # the bound ends every segment and, a key, is never checked: held both, it would stay at 0.03.
+    frames, values = _walk(m=4)
+    bound = 0.02
+    wave = 0.015 * np.sin(frames / 7)
+    values[:, 2] = 0.3 + wave
+    values[:, 3] = -0.1 + wave
+    tol = np.array([bound, bound, 0.016, 0.016])  # the two within their tolerances: near-constant
+
+    def check(start, length, fitted):
+        return bool(np.abs(fitted - values[start + 1:start + length]).sum(axis=1).max(initial=0.0) <= bound)
+
+    fit = fewest_keys(values, frames, tol, groups=np.zeros(4, int), pose_check=check)
+    total = np.abs(fit.fitted_values - values).sum(axis=1)
+    assert total.max() <= bound * (1 + 1e-4) + 1e-6  # at every sample, the keys' own included
+    # one of the two is keyed with the moving channels, the other keeps its single key
+    assert sorted(fit.curves[c].n_keys > 1 for c in (2, 3)) == [False, True]
+    # with room: the held one alone passes the check
+    held = int(np.flatnonzero([fit.curves[c].n_keys == 1 for c in (2, 3)])[0]) + 2
+    assert np.abs(fit.fitted_values[:, held] - values[:, held]).max() <= fk.HELD_SHARE * bound
 
 
 @pytest.mark.parametrize("options", [{"handles": "EDITABLE"}, {"groups": [0, 0, 1, 1, 1]}, {}])
@@ -626,7 +653,7 @@ def test_keys_that_miss_once_stored_in_float32_are_searched_again(options, monke
     assert found.n_keys <= repaired_only.n_keys
     assert found.repaired_segments <= repaired_only.repaired_segments
     for c, curve in enumerate(found.curves):
-        stored = fk._as_stored(curve)
+        stored = as_stored(curve)
         assert np.abs(reference_evaluate(stored, frames) - values[:, c]).max() <= tol * (1 + 1e-9), c
 
 

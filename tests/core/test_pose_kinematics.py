@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from anim_signals.splines.pose_kinematics import pose_matrices, pose_vertices, rotation_matrices, shell_points
+from anim_signals.splines.pose_kinematics import (
+    pose_matrices,
+    pose_vertices,
+    rest_relative,
+    rotation_matrices,
+    shell_points,
+)
 
 EULER = ["XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"]
 
@@ -117,6 +123,23 @@ def test_bone_order_does_not_matter():
                 rel = rest[j] if parents[j] < 0 else np.linalg.inv(rest[parents[j]]) @ rest[j]
                 total = total @ rel @ basis
             np.testing.assert_allclose(m[f, b], total, atol=1e-10)
+
+
+def test_rest_relative_is_a_general_inverse_far_from_the_origin():
+    # Blender's rest matrices are rigid only to float32 precision: not rigid, sheared a little, and
+    # here 40 m from the origin; LAPACK's general solve is the reference
+    rng = np.random.default_rng(8)
+    n_bones = 12
+    parents = np.array([-1, 0, 1, 2, 0, 4, 5, 0, 7, 8, -1, 10])
+    rest = np.repeat(np.eye(4)[None], n_bones, axis=0)
+    linear = Rotation.random(n_bones, random_state=9).as_matrix() * rng.uniform(0.5, 2.0, (n_bones, 1, 1))
+    rest[:, :3, :3] = linear + 1e-3 * rng.normal(size=(n_bones, 3, 3))
+    rest[:, :3, 3] = 40.0 + rng.normal(size=(n_bones, 3))
+    out = rest_relative(parents, rest)
+    child = parents >= 0
+    np.testing.assert_allclose(out[child], np.linalg.solve(rest[parents[child]], rest[child]), rtol=0, atol=1e-11)
+    np.testing.assert_array_equal(out[~child], rest[~child])
+    np.testing.assert_allclose(out[:, 3], np.tile([0.0, 0.0, 0.0, 1.0], (n_bones, 1)), atol=1e-15)
 
 
 def test_bad_shapes_and_cycles_are_refused():
