@@ -590,8 +590,9 @@ def segment_values(frames, columns, chan, start: int, length: int, fit: SegmentF
     """The fitted segments of channels ``chan`` (rows of ``columns``), all from sample ``start`` over
     ``length`` samples, at the samples in between: (length - 1, len(chan)).
 
-    Evaluated as Blender evaluates a Bezier segment (x(t) = frame solved, by bisection here, to
-    machine precision), from the handle lengths and inner values of ``fit`` (one row per channel).
+    Evaluated as Blender evaluates a Bezier segment, from the handle lengths and inner values of
+    ``fit`` (one row per channel): x(t) = the frame is solved to machine precision (a few bisection
+    steps, then Newton kept in the bracket; 52 bisection steps took 4x as long).
     """
     a, b = int(start), int(start) + int(length)
     x0, x1 = frames[a], frames[b]
@@ -600,13 +601,29 @@ def segment_values(frames, columns, chan, start: int, length: int, fit: SegmentF
     q2 = 1.0 - np.asarray(fit.beta, dtype=float)[:, None]
     lo = np.zeros((q1.shape[0], u.shape[1]))
     hi = np.ones_like(lo)
-    for _ in range(52):  # x(t) is monotone for handles within the segment
+    # x(t) is monotone for handles within the segment
+    for _ in range(8):
         t = 0.5 * (lo + hi)
         s = 1.0 - t
         below = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t < u
         lo = np.where(below, t, lo)
         hi = np.where(below, hi, t)
     t = 0.5 * (lo + hi)
+    for _ in range(60):
+        s = 1.0 - t
+        d = 3.0 * s * s * t * q1 + 3.0 * s * t * t * q2 + t * t * t - u
+        lo = np.where(d < 0.0, t, lo)
+        hi = np.where(d > 0.0, t, hi)
+        # x is in [0, 1]: a residual of a rounding error is as close as float64 gets (a handle pair
+        # with a flat inflection, slope 0, leaves t itself less determined)
+        done = (np.abs(d) <= 2.5e-16) | (hi - lo <= 1e-15)
+        if done.all():
+            break
+        slope = 3.0 * s * s * q1 + 6.0 * s * t * (q2 - q1) + 3.0 * t * t * (1.0 - q2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            nt = t - d / slope
+        nt = np.where((nt > lo) & (nt < hi), nt, 0.5 * (lo + hi))
+        t = np.where(done, t, nt)
     s = 1.0 - t
     y0 = columns[chan, a][:, None]
     y1 = columns[chan, b][:, None]

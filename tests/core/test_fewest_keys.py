@@ -595,6 +595,35 @@ def test_a_pose_check_decides_every_shared_segment():
     assert fit.repaired_segments == 0
 
 
+def test_segment_values_solve_x_of_t_as_a_root_finder_does():
+    # the pose check's values between keys: against scipy's brentq on x(t) = frame, per sample
+    from scipy.optimize import brentq
+
+    rng = np.random.default_rng(31)
+    frames = np.cumsum(rng.uniform(0.5, 2.0, 60))
+    columns = rng.normal(size=(7, 60))
+    chan = np.arange(7)
+    for start, length in ((0, 2), (3, 9), (10, 41)):
+        alpha = rng.uniform(0.0, 1.0, 7)
+        beta = rng.uniform(0.0, 1.0, 7)
+        alpha[0], beta[0] = 0.0, 0.0  # both handles on their keys
+        alpha[1], beta[1] = 1.0, 0.3  # a handle as long as the segment
+        c1, c2 = rng.normal(size=7), rng.normal(size=7)
+        fit = segment_fit.SegmentFit(np.ones(7, bool), np.zeros(7), c1, c2, np.zeros(7), alpha, beta)
+        got = segment_fit.segment_values(frames, columns, chan, start, length, fit)
+        x0, x1 = frames[start], frames[start + length]
+        for j, f in enumerate(frames[start + 1:start + length]):
+            u = (f - x0) / (x1 - x0)
+            for c in range(7):
+                q1, q2 = alpha[c], 1.0 - beta[c]
+                t = brentq(lambda t, q1=q1, q2=q2, u=u: 3 * (1 - t) ** 2 * t * q1 + 3 * (1 - t) * t * t * q2 + t ** 3 - u,
+                           0.0, 1.0, xtol=1e-16, rtol=8.9e-16)
+                s = 1.0 - t
+                want = (s ** 3 * columns[c, start] + 3 * s * s * t * c1[c] + 3 * s * t * t * c2[c]
+                        + t ** 3 * columns[c, start + length])
+                assert abs(got[j, c] - want) <= 1e-12, (start, length, j, c)
+
+
 def test_channels_held_at_one_key_never_break_the_pose_check_at_a_key():
     # Two near-constant channels whose held deviations add up past the check's bound (errors add, as
     # on a joint). The check sees only the samples between keys, so a sample they alone push past
