@@ -206,7 +206,8 @@ def _affine_inverse(matrices: np.ndarray) -> np.ndarray:
 
 
 def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
-                  scales: ArrayLike, relative: np.ndarray | None = None) -> np.ndarray:
+                  scales: ArrayLike, relative: np.ndarray | None = None,
+                  levels: list[np.ndarray] | None = None) -> np.ndarray:
     """Armature-space pose matrices of every bone at every frame, as Blender evaluates a plain rig.
 
     Parameters
@@ -222,6 +223,8 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
         modes: :func:`rotation_matrices`).
     relative : ndarray, shape (B, 4, 4), optional
         :func:`rest_relative` of the rig, when it is at hand (it is computed otherwise).
+    levels : list of ndarray of int, optional
+        The bones by depth in the hierarchy, roots first, when at hand (found otherwise).
 
     Returns
     -------
@@ -263,7 +266,7 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     if relative is None:
         relative = rest_relative(parents, rest)
     out = np.empty_like(basis)
-    for level in _levels(parents):
+    for level in _levels(parents) if levels is None else levels:
         local = relative[level] @ basis[:, level]
         roots = parents[level] < 0
         if roots.all():
@@ -275,12 +278,12 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
 
 def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
                   scales: ArrayLike, object_matrix: ArrayLike, points: ArrayLike,
-                  relative: np.ndarray | None = None) -> np.ndarray:
+                  relative: np.ndarray | None = None, levels: list[np.ndarray] | None = None) -> np.ndarray:
     """World-space points of every bone at every frame: ``object_matrix @ pose_matrix @ point``.
 
     Parameters
     ----------
-    parents, rest, locations, rotations, scales, relative
+    parents, rest, locations, rotations, scales, relative, levels
         As :func:`pose_matrices`.
     object_matrix : array_like, shape (4, 4)
         The armature object's world matrix.
@@ -298,7 +301,7 @@ def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     array([0., 1., 0.])
     """
     world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales,
-                                                                    relative)
+                                                                    relative, levels)
     return np.swapaxes(world[..., :3, :] @ np.swapaxes(np.asarray(points, dtype=float), -1, -2), -1, -2)
 
 
@@ -355,19 +358,43 @@ class PoseModel:
         """:func:`rest_relative` of the rig, computed once."""
         return rest_relative(self.parents, self.rest)
 
+    @cached_property
+    def levels(self) -> list[np.ndarray]:
+        """The bones by depth in the hierarchy, roots first, found once."""
+        return _levels(np.asarray(self.parents, dtype=np.int64))
+
+    @cached_property
+    def _drives(self) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+        """Per transform: the columns that drive it, their bones and components (many small
+        checks of a few frames each: no loop over the curves per call)."""
+        out = []
+        for prop in TRANSFORMS:
+            rows = [(c, bone, index) for c, (bone, p, index) in enumerate(self.columns) if bone >= 0 and p == prop]
+            if rows:
+                cols, bones, comps = (np.array(r, dtype=np.int64) for r in zip(*rows, strict=True))
+                out.append((prop, cols, bones, comps))
+        return out
+
+    @cached_property
+    def _mode_bones(self) -> list[tuple[str, str, np.ndarray]]:
+        """Per rotation mode: the property it reads and its bones."""
+        out = []
+        for mode in sorted(set(self.modes)):
+            bones = np.array([b for b, m in enumerate(self.modes) if m == mode], dtype=np.int64)
+            source = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+            out.append((mode, source, bones))
+        return out
+
     def vertices(self, values: ArrayLike) -> np.ndarray:
         """World-space points (F, B, P, 3) with the curves at ``values`` (F, M), M = len(columns)."""
         values = np.asarray(values, dtype=float)
         n_frames = values.shape[0]
         props = {p: np.repeat(self.held[p][None], n_frames, axis=0) for p in TRANSFORMS}
-        for c, (bone, prop, index) in enumerate(self.columns):
-            if bone >= 0:
-                props[prop][:, bone, index] = values[:, c]
+        for prop, cols, bones, comps in self._drives:
+            props[prop][:, bones, comps] = values[:, cols]
         props["location"][:, self.connected] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
         rotations = np.empty((n_frames, len(self.modes), 3, 3))
-        for mode in set(self.modes):
-            bones = [b for b, m in enumerate(self.modes) if m == mode]
-            source = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}.get(mode, "rotation_euler")
+        for mode, source, bones in self._mode_bones:
             rotations[:, bones] = rotation_matrices(props[source][:, bones], mode)
         return pose_vertices(self.parents, self.rest, props["location"], rotations, props["scale"],
-                             self.object_matrix, self.points, self.relative)
+                             self.object_matrix, self.points, self.relative, self.levels)
