@@ -265,14 +265,13 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     # each bone's rest matrix in its parent's space (a root's: in the armature's)
     if relative is None:
         relative = rest_relative(parents, rest)
-    out = np.empty_like(basis)
+    # every bone's matrix in its parent's pose space in one product (many small stacked products,
+    # level by level, cost more than the one big one), then down the hierarchy a level at a time
+    out = relative @ basis
     for level in _levels(parents) if levels is None else levels:
-        local = relative[level] @ basis[:, level]
-        roots = parents[level] < 0
-        if roots.all():
-            out[:, level] = local
-        else:
-            out[:, level] = out[:, parents[level]] @ local
+        above = parents[level]
+        if above[0] >= 0:  # a level below the roots: bones of one depth have parents of one depth
+            out[:, level] = out[:, above] @ out[:, level]
     return out
 
 
@@ -300,9 +299,12 @@ def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     >>> pose_vertices([-1], np.eye(4)[None], 0 * one, q, one, np.eye(4), shell_points([1.0], 0.1))[0, 0, 6]
     array([0., 1., 0.])
     """
-    world = np.asarray(object_matrix, dtype=float) @ pose_matrices(parents, rest, locations, rotations, scales,
-                                                                    relative, levels)
-    return np.swapaxes(world[..., :3, :] @ np.swapaxes(np.asarray(points, dtype=float), -1, -2), -1, -2)
+    pose = pose_matrices(parents, rest, locations, rotations, scales, relative, levels)
+    points = np.asarray(points, dtype=float)
+    armature = np.swapaxes(pose[..., :3, :] @ np.swapaxes(points, -1, -2), -1, -2)
+    # the object's matrix last, on the points (one product) rather than on every bone's matrix
+    obj = np.asarray(object_matrix, dtype=float)
+    return armature @ obj[:3, :3].T + points[..., 3:] * obj[:3, 3]
 
 
 TRANSFORMS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")

@@ -592,9 +592,19 @@ def segment_values(frames, columns, chan, start: int, length: int, fit: SegmentF
 
     Evaluated as Blender evaluates a Bezier segment, from the handle lengths and inner values of
     ``fit`` (one row per channel): x(t) = the frame is solved to machine precision (a few bisection
-    steps, then Newton kept in the bracket; 52 bisection steps took 4x as long).
+    steps, then Newton kept in the bracket; 52 bisection steps took 4x as long). Compiled where the
+    segment test is (:func:`.segment_kernel.bezier_values`: the pose check of keys shared by all
+    curves calls this for every length it tries, 1.8 ms a call on 306 curves in numpy).
     """
     a, b = int(start), int(start) + int(length)
+    compiled = _compiled_values()
+    if compiled is not None:
+        try:
+            return compiled(frames[a:b + 1], columns[chan, a], columns[chan, b], fit.alpha, fit.beta, fit.c1, fit.c2)
+        except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: numpy gives the same values
+            KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "
+                          "running the numpy one (5-8x slower)", RuntimeWarning, stacklevel=2)
     x0, x1 = frames[a], frames[b]
     u = ((frames[a + 1:b] - x0) / (x1 - x0))[None, :]
     q1 = np.asarray(fit.alpha, dtype=float)[:, None]
@@ -630,6 +640,17 @@ def segment_values(frames, columns, chan, start: int, length: int, fit: SegmentF
     c1 = np.asarray(fit.c1, dtype=float)[:, None]
     c2 = np.asarray(fit.c2, dtype=float)[:, None]
     return (s * s * s * y0 + 3.0 * s * s * t * c1 + 3.0 * s * t * t * c2 + t * t * t * y1).T
+
+
+def _compiled_values():
+    """:func:`.segment_kernel.bezier_values` in this process or the worker's, or None (numpy)."""
+    kernel = _kernel()
+    if kernel is None or KERNEL_FAILURE:
+        return None
+    values = getattr(kernel, "bezier_values", None)  # the worker's
+    if values is None and _in_process(kernel):
+        from .segment_kernel import bezier_values as values
+    return values
 
 
 def segment_curve(x0, x1, y0, y1, fit: SegmentFit, row: int) -> BezierCurve:

@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit
 from numba.core import config as numba_config
 
-__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "fit_segment_batch", "search_channels"]
+__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "bezier_values", "fit_segment_batch", "search_channels"]
 
 # The refinement of handle lengths: a pattern search around the table's best pair, along each
 # length in turn (the diagonals too keep 0.7 % fewer keys for twice the time), with Lawson at each
@@ -614,6 +614,23 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             trial = max(nxt, 1)
 
 
+def _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out):  # pragma: no cover - compiled
+    """Channel i's Bezier segment over ``frames`` (its keys at the first and the last) at the frames
+    in between, as Blender evaluates it: x(t) = the frame solved by :func:`_solve_t`, each from the
+    last t (the frames increase)."""
+    x0 = frames[0]
+    last = frames.shape[0] - 1
+    span = frames[last] - x0
+    for i in range(y0.shape[0]):
+        q1 = alpha[i]
+        q2 = 1.0 - beta[i]
+        t = 0.0
+        for j in range(last - 1):
+            t = _solve_t((frames[j + 1] - x0) / span, q1, q2, t)
+            s = 1.0 - t
+            out[j, i] = s * s * s * y0[i] + 3.0 * s * s * t * c1[i] + 3.0 * s * t * t * c2[i] + t * t * t * y1[i]
+
+
 def _cache_dir() -> str:
     """Where numba keeps the compiled functions: one folder per name this module was imported under.
 
@@ -643,7 +660,7 @@ def _compile_lazily() -> None:
         namespace = globals()
         for name in ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
                      "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
-                     "_refine", "_scratch"):
+                     "_refine", "_scratch", "_bezier_values"):
             namespace[name] = njit(cache=True, nogil=True)(namespace[name])
     finally:
         numba_config.CACHE_DIR = previous
@@ -704,6 +721,21 @@ def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, ta
     for job in jobs:
         job.result()
     return outputs
+
+
+def bezier_values(frames, y0, y1, alpha, beta, c1, c2) -> np.ndarray:
+    """Bezier segments of k channels over the same frames, at the frames in between: (len(frames) - 2, k).
+
+    Channel i's segment runs from ``y0[i]`` at ``frames[0]`` to ``y1[i]`` at ``frames[-1]``, with
+    handle lengths ``alpha[i]``, ``beta[i]`` (fractions of the segment) and inner values ``c1[i]``,
+    ``c2[i]``; x(t) = the frame is solved to float64's precision, as Blender evaluates a segment.
+    """
+    frames = np.ascontiguousarray(frames, dtype=np.float64)
+    y0, y1, alpha, beta, c1, c2 = (np.ascontiguousarray(a, dtype=np.float64) for a in (y0, y1, alpha, beta, c1, c2))
+    out = np.empty((max(frames.size - 2, 0), y0.size))
+    if out.size:
+        _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out)
+    return out
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,

@@ -229,6 +229,21 @@ class WorkerKernel:
             raise RuntimeError(f"the segment worker failed: {answer}")
         return answer
 
+    def bezier_values(self, frames, y0, y1, alpha, beta, c1, c2):
+        """:func:`.segment_kernel.bezier_values` answered by the child (the clip stays as it is)."""
+        with self._lock:
+            process = self._running()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                _send(process.stdin.fileno(), ("values", tuple(np.ascontiguousarray(a, dtype=np.float64)
+                                                              for a in (frames, y0, y1, alpha, beta, c1, c2))))
+                answer = _receive_answer(process.stdout.fileno(), 0)
+            except (OSError, EOFError) as exc:
+                self._stopped(process, exc)
+        if isinstance(answer, str):
+            raise RuntimeError(f"the segment worker failed: {answer}")
+        return answer
+
     def _running(self) -> subprocess.Popen:
         if self._process is not None and self._process.poll() is not None:
             _end(self._process)  # it died since the last request: reap it, start another
@@ -314,6 +329,10 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                  units, start, stop_at) = payload
                 _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
                                               ridge, gate, probes, first_length, free_values, units, start, stop_at))
+            elif op == "values":
+                from .segment_kernel import bezier_values
+
+                _send(stdout, bezier_values(*payload))
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip

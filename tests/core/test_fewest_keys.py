@@ -595,10 +595,15 @@ def test_a_pose_check_decides_every_shared_segment():
     assert fit.repaired_segments == 0
 
 
-def test_segment_values_solve_x_of_t_as_a_root_finder_does():
+@pytest.mark.parametrize("kernel", ["compiled", "numpy"])
+def test_segment_values_solve_x_of_t_as_a_root_finder_does(monkeypatch, kernel):
     # the pose check's values between keys: against scipy's brentq on x(t) = frame, per sample
     from scipy.optimize import brentq
 
+    if kernel == "numpy":
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: None)
+    elif segment_fit._compiled_values() is None:
+        pytest.skip("no compiled kernel in this process (numba missing or ANIM_SIGNALS_KERNEL=numpy)")
     rng = np.random.default_rng(31)
     frames = np.cumsum(rng.uniform(0.5, 2.0, 60))
     columns = rng.normal(size=(7, 60))

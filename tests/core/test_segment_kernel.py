@@ -376,6 +376,13 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
                       for j, (c, k) in enumerate(zip(far.curves, far.key_indices)) if c.n_keys > 1)
             assert (off > 0) == (handles == "FREE")
         assert searches and set(searches) == {"FREE"}
+        # the pose check's values between keys: the child's are the kernel's, bit for bit
+        fit = segment_fit.fit_segments_of(frames, columns, chan[:20], np.full(20, 5), np.full(20, 30), limit[:20])
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        remote_values = segment_fit.segment_values(frames, columns, chan[:20], 5, 30, fit)
+        monkeypatch.undo()
+        np.testing.assert_array_equal(remote_values, segment_fit.segment_values(frames, columns, chan[:20], 5, 30, fit))
+        assert remote_values.shape == (29, 20)
         # a worker that died is started again
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
         worker._process.kill()
