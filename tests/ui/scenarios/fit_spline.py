@@ -171,3 +171,47 @@ def run(area) -> Iterator[Wait]:
     yield Wait("the fit runs once the warm-up is done", lambda: not modal_running(FIT), 60.0)
     check("the fit that waited for the warm-up then fits", 0 < key_count(biped3) < before3
           and last.object_name == biped3.name, f"{before3} -> {key_count(biped3)} keys")
+
+    # The Joints error space with keys shared by all curves: the search checks every candidate
+    # segment with the pose model (the values between keys from the compiled kernel, here in the
+    # worker process beside Mesa's LLVM) and the result is measured through the depsgraph at every
+    # frame. Its rows push the Fit button down: the buttons are found again.
+    biped4 = demo_biped("UI_Biped_Joints")
+    make_active(biped4)
+    before4 = key_count(biped4)
+    settings.error_space = "JOINTS"
+    settings.share_keys = "ALL"
+    try:
+        found4: dict = {}
+        yield from scan_buttons(sidebar, found4, stop_at=f"bpy.ops.{FIT}(")
+        xy4 = button_of(found4, FIT, error_space="JOINTS", share_keys="ALL")
+        if check("the Fit Spline button passes the Joints error space and keys shared by all curves", xy4 is not None,
+                 next((c for c in found4 if FIT in c), "")):
+            shown4 = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped4.name)
+            try:
+                click_button(sidebar, xy4)
+                yield Wait("Fit Spline (Joints, all curves) finished", lambda: last.valid
+                           and last.object_name == biped4.name and not modal_running(FIT), 300.0)
+                yield Wait("the panel redrawn with the Joints result", lambda: any(shown4.seen), 10.0, required=False)
+            finally:
+                shown4.close()
+    finally:
+        settings.error_space = "PER_CURVE"
+        settings.share_keys = "CURVE"
+    after4 = key_count(biped4)
+    frames = 240
+    check("Joints, all curves: fewer keys, on at most 20 % of the frames", 0 < after4 < before4
+          and last.object_name == biped4.name and 0 < last.keyed_frames <= frames // 5,
+          f"{before4} -> {after4} keys on {last.keyed_frames} frames")
+    check("Joints, all curves: every joint within 1 cm at every frame (measured through the depsgraph)",
+          last.object_name == biped4.name and 0.0 <= last.joint_error_cm <= 1.0 and last.within_tolerance,
+          f"{last.joint_error_cm:.3f} cm, within tolerance {last.within_tolerance}")
+    where = segment_fit.kernel_location() if segment_fit is not None else "not loaded"
+    check("Joints, all curves: the compiled kernel in the worker process answered every request",
+          where == "worker" and not getattr(segment_fit, "KERNEL_FAILURE", ["not loaded"]),
+          f"{where}; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
+    # the final check's hidden copy of the armature (playing the fitted keys) is gone again
+    check("Joints, all curves: the check's temporary armature copy is removed",
+          not [o.name for o in bpy.data.objects if o.name.startswith(biped4.name + ".verify")],
+          str([o.name for o in bpy.data.objects if o.name.startswith(biped4.name)]))
+    screenshot("fit_spline_joints_done")
