@@ -43,6 +43,8 @@ class ANIM_SIGNALS_PT_fit_spline(bpy.types.Panel):
             sub.prop(s, "max_joint_error", text="Max Joint Error (cm)")
             sub.prop(s, "shell_distance", text="Shell Distance (cm)")
         col = layout.column(align=True)
+        if s.error_space == "JOINTS":  # the bones' tolerances come from the joint error; these cover the rest
+            col.label(text="Curves without a joint bound:")
         col.prop(s, "max_error_rotation", text="Max Error Rotation")
         col.prop(s, "max_error_location", text="Location")
         col.prop(s, "max_error_other", text="Other")

@@ -111,7 +111,8 @@ class FitSettings:
     )
     max_error_rotation: FloatProperty(  # type: ignore[valid-type]
         name="Max Rotation Error",
-        description="Largest allowed change of any rotation channel at any original frame, in degrees",
+        description="Largest allowed change of any rotation channel at any original frame, in degrees (Joints error "
+        "space: only curves no joint bound covers, such as custom properties; the bones' come from the max joint error)",
         default=0.5,
         min=1e-4,
         soft_max=10.0,
@@ -119,7 +120,8 @@ class FitSettings:
     )
     max_error_location: FloatProperty(  # type: ignore[valid-type]
         name="Max Location Error",
-        description="Largest allowed change of any location channel at any original frame, in scene units",
+        description="Largest allowed change of any location channel at any original frame, in scene units (Joints "
+        "error space: only curves no joint bound covers; the bones' come from the max joint error)",
         default=0.01,
         min=1e-6,
         soft_max=1.0,
@@ -128,7 +130,8 @@ class FitSettings:
     )
     max_error_other: FloatProperty(  # type: ignore[valid-type]
         name="Max Other Error",
-        description="Largest allowed change of scale, shape-key and any other channel at any original frame",
+        description="Largest allowed change of scale, shape-key and any other channel at any original frame (Joints "
+        "error space: only curves no joint bound covers; the bones' come from the max joint error)",
         default=0.01,
         min=1e-6,
         soft_max=1.0,
