@@ -16,6 +16,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 __all__ = [
+    "LSQ_RIDGE",
     "BezierCurve",
     "banded_cholesky_batch",
     "banded_cholesky_solve",
@@ -34,6 +35,9 @@ __all__ = [
     "pad_knot_vectors",
     "spline_to_bezier",
 ]
+
+# lsq_batch's relative Tikhonov term: keeps the normal equations solvable when a span holds no sample.
+LSQ_RIDGE = 1e-10
 
 
 def clamped_knots(internal: np.ndarray, start: float, end: float, degree: int) -> np.ndarray:
@@ -393,7 +397,7 @@ def lsq_batch(
     x: np.ndarray,
     data: np.ndarray,
     degree: int,
-    ridge: float = 1e-10,
+    ridge: float = LSQ_RIDGE,
     return_fit: bool = True,
     n_ctrl: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:

@@ -304,7 +304,8 @@ def fewest_keys(
 
 
 def warm_up() -> str:
-    """Compile (or load from numba's disk cache) every form of the segment test a fit uses.
+    """Compile (or load from numba's disk cache) every form of the segment test a fit uses, and the
+    spline modes' knot scoring where it runs compiled (in this process).
 
     The first fit after an install or an update otherwise waits for the compile: about 20 s on a
     2-core machine, once (later processes load the cache in about a second). Blender's UI calls
@@ -330,7 +331,21 @@ def warm_up() -> str:
     fewest_keys(values, frames, 0.01, groups=[0, 0, 1])  # keys shared per group
     fewest_keys(values, frames, 0.01, handles="EDITABLE")  # the stepped search's batches
     fewest_keys(values, frames, 0.01, groups=[0, 0, 0], pose_check=lambda start, length, fitted: True)
+    _warm_up_knot_scoring()
     return segment_fit.kernel_location()
+
+
+def _warm_up_knot_scoring() -> None:
+    """Compile the spline modes' knot scoring too, where it runs compiled (in this process only)."""
+    from .bspline import LSQ_RIDGE, pad_knot_vectors
+    from .knots import _compiled_scorer
+
+    scorer = _compiled_scorer()
+    if scorer is not None:
+        tau = np.linspace(0.0, 1.0, 20)
+        data = np.sin(3.0 * tau)[None, :, None]
+        knots, n_ctrl = pad_knot_vectors([np.array([0.5])], 3, 1)
+        scorer(knots, n_ctrl, tau, data, np.zeros(1, dtype=np.int64), None, data, 3, LSQ_RIDGE, True)
 
 
 def _all_pairs(frames, values, limit, moving) -> Generator[float, None, np.ndarray]:

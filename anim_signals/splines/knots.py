@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -22,7 +23,7 @@ from typing import NamedTuple
 import cma
 import numpy as np
 
-from .bspline import clamped_knots, lsq_batch, pad_knot_vectors
+from .bspline import LSQ_RIDGE, clamped_knots, lsq_batch, pad_knot_vectors
 
 __all__ = [
     "FEASIBLE",
@@ -85,6 +86,30 @@ class _Best(NamedTuple):
     max_error: float
     rms: float
     objective: float
+
+
+# The compiled scoring measures through PCA rows of at most this many values (latent x columns);
+# bigger ones go to numpy, whose BLAS product beats a per-sample loop there.
+COMPILED_BASIS_MAX = 4096
+# Why the compiled scoring was given up in this process (empty while it works).
+_SCORER_FAILURE: list[str] = []
+
+
+def _compiled_scorer():
+    """:func:`.spline_kernel.score_candidates` where the segment test runs compiled in this process,
+    else None (numpy scoring: no numba, ``ANIM_SIGNALS_KERNEL=numpy``, or a process where numba must
+    not load, whose segment test runs in a worker)."""
+    if _SCORER_FAILURE:
+        return None
+    from . import segment_fit
+
+    if segment_fit.kernel_location() != "process":
+        return None
+    try:
+        from .spline_kernel import score_candidates
+    except Exception:  # noqa: BLE001 - an install numba cannot load: numpy scores instead
+        return None
+    return score_candidates
 
 
 def _objective(max_error: np.ndarray, rms: np.ndarray, objective: str) -> np.ndarray:
@@ -184,6 +209,19 @@ class KnotProblem:
             internal = internal[None]
         internal = list(internal)
         lanes = np.zeros(len(internal), dtype=int) if lanes is None else np.asarray(lanes)
+        compiled = _compiled_scorer() if self.basis is None or self.basis.size <= COMPILED_BASIS_MAX else None
+        if compiled is not None and internal:
+            knots, n_ctrl = pad_knot_vectors(internal, self.degree, self.multiplicity)
+            try:
+                scores = Scores(*compiled(knots, n_ctrl, self.tau, self.latent, lanes, self.basis, self.target,
+                                          self.degree, LSQ_RIDGE, samples))
+            except Exception as exc:  # noqa: BLE001 - numpy scores the same, only slower
+                _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
+                warnings.warn(f"the compiled knot scoring failed ({_SCORER_FAILURE[0]}); scoring on numpy",
+                              RuntimeWarning, stacklevel=2)
+            else:
+                self.evaluations += knots.shape[0]
+                return scores
         chunk = max(1, int(SCORE_CHUNK_ELEMENTS // max(1, self.target[0].size)))
         maxes, rmss, per_sample = [], [], []
         for start in range(0, len(internal), chunk):

@@ -14,16 +14,12 @@ forces the fallback.
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
-from numba import njit
-from numba.core import config as numba_config
+
+from .compiled import THREADS, compile_lazily
+from .compiled import pool as _pool
 
 __all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "bezier_values", "fit_segment_batch", "search_channels"]
 
@@ -631,54 +627,12 @@ def _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out):  # pragma: no cove
             out[j, i] = s * s * s * y0[i] + 3.0 * s * s * t * c1[i] + 3.0 * s * t * t * c2[i] + t * t * t * y1[i]
 
 
-def _cache_dir() -> str:
-    """Where numba keeps the compiled functions: one folder per name this module was imported under.
+compile_lazily(globals(), ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
+                           "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
+                           "_refine", "_scratch", "_bezier_values"))
 
-    numba's cache records the module's import name, and the same source is imported as
-    ``anim_signals`` (scripts, tests, pipelines) and as ``bl_ext.<repository>.anim_signals...`` (in
-    Blender): a cache written under one name cannot be loaded under the other. Beside the source when
-    writable, else in the temporary folder; "" (numba's own choice) when neither is.
-    """
-    tag = __name__.replace(".", "_")
-    for base in (Path(__file__).resolve().parent / "__pycache__", Path(tempfile.gettempdir()) / "anim_signals_numba"):
-        folder = base / f"numba-{tag}"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-        except OSError:
-            continue
-        return str(folder)
-    return ""
-
-
-def _compile_lazily() -> None:
-    """Make the kernel's functions numba dispatchers (compiled at first call, cached on disk)."""
-    previous = numba_config.CACHE_DIR
-    numba_config.CACHE_DIR = _cache_dir() or previous
-    try:
-        namespace = globals()
-        for name in ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
-                     "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
-                     "_refine", "_scratch", "_bezier_values"):
-            namespace[name] = njit(cache=True, nogil=True)(namespace[name])
-    finally:
-        numba_config.CACHE_DIR = previous
-
-
-_compile_lazily()
-
-# Segments are split over this many threads (numba's own parallel layer is avoided: its default
-# work queue aborts the process when two Python threads, a Dask worker's for example, launch
-# parallel kernels at once).
-THREADS = max(1, min(4, os.cpu_count() or 1))
 # Fewer segments than this run in the calling thread.
 _SPLIT_MIN = 16
-
-
-@functools.lru_cache(maxsize=1)
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="anim_signals_segments")
 
 
 def fit_segment_batch(frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,

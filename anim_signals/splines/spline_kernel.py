@@ -1,0 +1,280 @@
+"""The knot searches' scoring, compiled with numba: least-squares B-splines for many knot vectors.
+
+:meth:`.knots.KnotProblem.score` fits a B-spline to every candidate knot vector and keeps only
+its max error, RMS and per-sample max. On numpy (:func:`.bspline.lsq_batch`) that builds stacked
+basis matrices, sparse products and an error field per batch; here each candidate runs alone in
+machine code: its spans and basis values (Cox-de Boor, Piegl and Tiller, *The NURBS Book*, A2.2),
+the banded normal equations with the same relative ridge, a banded Cholesky solve, and the
+residuals reduced as they are made. Candidates are split over threads (the kernel releases the
+GIL). The scores equal numpy's up to rounding (``tests/core/test_spline_kernel.py``).
+
+It runs where the segment test runs compiled in this process (:func:`.segment_fit.kernel_location`
+is ``'process'``): never in a process where numba must not load (Blender beside Mesa's LLVM;
+:mod:`.segment_process`), where the numpy scoring stays. ``ANIM_SIGNALS_KERNEL=numpy`` turns it off
+with the segment test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compiled import THREADS, compile_lazily, pool
+
+__all__ = ["score_candidates"]
+
+# Candidates x samples below this run in the calling thread.
+_SPLIT_MIN = 20_000
+
+
+def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis, left, right, inverse, values,
+               band, rhs, fitted, per_sample, s):  # pragma: no cover - compiled
+    """Fit candidate ``s`` (its knot row, its real control count) and return (max error, RMS);
+    its per-sample max goes to ``per_sample[s]`` when that has rows. ``values`` (N, degree + 1)
+    keeps each sample's basis values between the two passes."""
+    p = degree
+    k = n_ctrl
+    n = tau.shape[0]
+    dims = latent.shape[1]
+    for i in range(k):
+        for d in range(p + 1):
+            band[i, d] = 0.0
+        for c in range(dims):
+            rhs[i, c] = 0.0
+    # normal equations, the samples in order; Cox-de Boor's denominators are knot differences,
+    # the same for every sample of a span: their inverses once per span
+    span = p
+    _inverses(knots, span, p, inverse)
+    for j in range(n):
+        x = tau[j]
+        moved = False
+        while span < k - 1 and x >= knots[span + 1]:
+            span += 1
+            moved = True
+        if moved:
+            _inverses(knots, span, p, inverse)
+        if p == 3:  # the common case, unrolled (half the time of the loops)
+            _cubic_at(knots, span, x, inverse, values, j)
+        else:
+            _basis_at(knots, span, x, p, left, right, inverse, values, j)
+        first = span - p
+        for r in range(p + 1):
+            row = first + r
+            vr = values[j, r]
+            for d in range(p + 1 - r):
+                band[row, d] += vr * values[j, r + d]
+            for c in range(dims):
+                rhs[row, c] += vr * latent[j, c]
+    # the relative ridge of lsq_batch: the mean diagonal times ridge, on every diagonal entry
+    diagonal = 0.0
+    for i in range(k):
+        diagonal += band[i, 0]
+    shift = ridge * max(diagonal / k, 1e-300)
+    for i in range(k):
+        band[i, 0] += shift
+    # banded Cholesky in place: band[i, d] becomes L[i + d, i] (band[i, 0] the diagonal)
+    for i in range(k):
+        total = band[i, 0]
+        for m in range(max(0, i - p), i):
+            lim = band[m, i - m]
+            total -= lim * lim
+        root = np.sqrt(total)
+        band[i, 0] = root
+        for d in range(1, min(p, k - 1 - i) + 1):
+            row = i + d
+            total = band[i, d]
+            for m in range(max(0, row - p), i):
+                total -= band[m, row - m] * band[m, i - m]
+            band[i, d] = total / root
+    # L y = rhs, then L^T c = y (in place in rhs)
+    for c in range(dims):
+        for i in range(k):
+            total = rhs[i, c]
+            for m in range(max(0, i - p), i):
+                total -= band[m, i - m] * rhs[m, c]
+            rhs[i, c] = total / band[i, 0]
+        for i in range(k - 1, -1, -1):
+            total = rhs[i, c]
+            for m in range(i + 1, min(k, i + p + 1)):
+                total -= band[i, m - i] * rhs[m, c]
+            rhs[i, c] = total / band[i, 0]
+    # residuals: the spline at each sample (through the basis rows, if any) minus the target
+    worst = 0.0
+    squares = 0.0
+    span = p
+    outputs = target.shape[1]
+    for j in range(n):
+        x = tau[j]
+        while span < k - 1 and x >= knots[span + 1]:
+            span += 1
+        first = span - p
+        for c in range(dims):
+            spline = 0.0
+            for r in range(p + 1):
+                spline += values[j, r] * rhs[first + r, c]
+            fitted[c] = spline
+        sample_worst = 0.0
+        for o in range(outputs):
+            if n_basis:
+                value = 0.0
+                for c in range(dims):
+                    value += fitted[c] * basis[c, o]
+            else:
+                value = fitted[o]
+            e = abs(value - target[j, o])
+            squares += e * e
+            if e > sample_worst:
+                sample_worst = e
+        if per_sample.shape[0]:
+            per_sample[s, j] = sample_worst
+        if sample_worst > worst:
+            worst = sample_worst
+    return worst, np.sqrt(squares / n)
+
+
+def _inverses(knots, span, p, inverse):  # pragma: no cover - compiled
+    """``inverse[j, r]`` = 1 / (t[span + r + 1] - t[span + 1 - j + r]): A2.2's denominators in span
+    ``span`` (non-empty, so none is zero)."""
+    for j in range(1, p + 1):
+        for r in range(j):
+            inverse[j, r] = 1.0 / (knots[span + r + 1] - knots[span + 1 - j + r])
+
+
+def _cubic_at(knots, span, x, inverse, values, row):  # pragma: no cover - compiled
+    """:func:`_basis_at` for degree 3, unrolled."""
+    left1 = x - knots[span]
+    left2 = x - knots[span - 1]
+    left3 = x - knots[span - 2]
+    right1 = knots[span + 1] - x
+    right2 = knots[span + 2] - x
+    right3 = knots[span + 3] - x
+    # degree 1
+    temp = inverse[1, 0]
+    v0 = right1 * temp
+    v1 = left1 * temp
+    # degree 2
+    temp = v0 * inverse[2, 0]
+    w0 = right1 * temp
+    saved = left2 * temp
+    temp = v1 * inverse[2, 1]
+    w1 = saved + right2 * temp
+    w2 = left1 * temp
+    # degree 3
+    temp = w0 * inverse[3, 0]
+    values[row, 0] = right1 * temp
+    saved = left3 * temp
+    temp = w1 * inverse[3, 1]
+    values[row, 1] = saved + right2 * temp
+    saved = left2 * temp
+    temp = w2 * inverse[3, 2]
+    values[row, 2] = saved + right3 * temp
+    values[row, 3] = left1 * temp
+
+
+def _basis_at(knots, span, x, p, left, right, inverse, values, row):  # pragma: no cover - compiled
+    """The p + 1 non-zero basis values at x in span ``span`` into ``values[row]`` (The NURBS Book, A2.2)."""
+    values[row, 0] = 1.0
+    for j in range(1, p + 1):
+        left[j] = x - knots[span + 1 - j]
+        right[j] = knots[span + j] - x
+        saved = 0.0
+        for r in range(j):
+            temp = values[row, r] * inverse[j, r]
+            values[row, r] = saved + right[r + 1] * temp
+            saved = left[j - r] * temp
+        values[row, j] = saved
+
+
+def _score_rows(knots, n_ctrl, tau, latent, lane, basis, target, degree, ridge, first, step, max_error, rms,
+                per_sample):  # pragma: no cover - compiled
+    """Candidates first, first + step, ... (without the GIL: threads run them side by side)."""
+    count = knots.shape[0]
+    p = degree
+    most = 1
+    for s in range(first, count, step):
+        if n_ctrl[s] > most:
+            most = n_ctrl[s]
+    dims = latent.shape[2]
+    n_basis = basis.shape[0] > 0
+    left = np.empty(p + 1)
+    right = np.empty(p + 1)
+    inverse = np.empty((p + 1, p + 1))
+    values = np.empty((tau.shape[0], p + 1))
+    band = np.empty((most, p + 1))
+    rhs = np.empty((most, dims))
+    fitted = np.empty(dims)
+    for s in range(first, count, step):
+        c = lane[s]
+        worst, root = _score_one(knots[s], n_ctrl[s], tau, latent[c], basis, target[c], degree, ridge, n_basis,
+                                 left, right, inverse, values, band, rhs, fitted, per_sample, s)
+        max_error[s] = worst
+        rms[s] = root
+
+
+compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows"))
+
+
+def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: int, ridge: float,
+                     samples: bool = False):
+    """Max error, RMS and (with ``samples``) per-sample max of least-squares B-splines.
+
+    Parameters
+    ----------
+    knots : ndarray, shape (S, nk)
+        Clamped knot vectors on [0, 1], padded past 1 (:func:`.bspline.pad_knot_vectors`).
+    n_ctrl : ndarray of int, shape (S,)
+        Each row's real control-point count.
+    tau : ndarray, shape (N,)
+        Sorted sample parameters in [0, 1].
+    latent : ndarray, shape (C, N, L)
+        What the splines are fitted to, per lane.
+    lanes : ndarray of int, shape (S,)
+        The lane of each candidate.
+    basis : ndarray, shape (L, M), or None
+        Rows mapping the fitted latent values to the target's M columns (None: the target is the
+        latent data itself, M = L).
+    target : ndarray, shape (C, N, M)
+        What the errors are measured against.
+    degree : int
+        Spline degree.
+    ridge : float
+        Relative Tikhonov term (:func:`.bspline.lsq_batch`'s).
+    samples : bool
+        Also return the per-sample max over the columns.
+
+    Returns
+    -------
+    max_error, rms : ndarray, shape (S,)
+        Max abs error over samples and columns; sqrt of the mean over samples of the squared
+        error's sum over columns.
+    per_sample : ndarray, shape (S, N), or None
+
+    Examples
+    --------
+    >>> tau = np.linspace(0.0, 1.0, 11)
+    >>> data = (3.0 * tau**3 - tau)[None, :, None]  # a cubic: one span fits it exactly
+    >>> knots = np.array([[0.0, 0, 0, 0, 1, 1, 1, 1]])
+    >>> mx, rms, _ = score_candidates(knots, np.array([4]), tau, data, np.array([0]), None, data, 3, 1e-10)
+    >>> bool(mx[0] < 1e-6)
+    True
+    """
+    knots = np.ascontiguousarray(knots, dtype=np.float64)
+    n_ctrl = np.ascontiguousarray(n_ctrl, dtype=np.int64)
+    tau = np.ascontiguousarray(tau, dtype=np.float64)
+    latent = np.ascontiguousarray(latent, dtype=np.float64)
+    target = np.ascontiguousarray(target, dtype=np.float64)
+    lanes = np.ascontiguousarray(lanes, dtype=np.int64)
+    basis = np.zeros((0, 0)) if basis is None else np.ascontiguousarray(basis, dtype=np.float64)
+    count = knots.shape[0]
+    max_error = np.zeros(count)
+    rms = np.zeros(count)
+    per_sample = np.zeros((count, tau.size) if samples else (0, 0))
+    args = (knots, n_ctrl, tau, latent, lanes, basis, target, int(degree), float(ridge))
+    parts = THREADS if count > 1 and count * tau.size >= _SPLIT_MIN else 1
+    if parts == 1:
+        _score_rows(*args, 0, 1, max_error, rms, per_sample)
+    else:
+        jobs = [pool().submit(_score_rows, *args, first, parts, max_error, rms, per_sample) for first in range(1, parts)]
+        _score_rows(*args, 0, parts, max_error, rms, per_sample)
+        for job in jobs:
+            job.result()
+    return max_error, rms, per_sample if samples else None

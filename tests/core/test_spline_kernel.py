@@ -1,0 +1,98 @@
+"""The compiled knot scoring (numba) against the numpy least squares it replaces in KnotProblem.score."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="numba is not installed: the numpy scoring runs instead (tested elsewhere)")
+
+from anim_signals.splines import knots as knot_search  # noqa: E402
+from anim_signals.splines import segment_fit, spline_kernel  # noqa: E402
+from anim_signals.splines.bspline import LSQ_RIDGE, lsq_batch, pad_knot_vectors  # noqa: E402
+
+
+def reference_scores(tau, latent, lanes, basis, target, internal, degree, multiplicity):
+    """Max error, RMS and per-sample max from lsq_batch, candidate by candidate (unpadded)."""
+    out = []
+    for row, lane in zip(internal, lanes, strict=True):
+        knots, n_ctrl = pad_knot_vectors([row], degree, multiplicity)
+        _, fit, _ = lsq_batch(knots, tau, latent[lane], degree, n_ctrl=n_ctrl)
+        fit = fit[0] if basis is None else fit[0] @ basis
+        err = np.abs(fit - target[lane])
+        out.append((err.max(), np.sqrt((err**2).sum(axis=1).mean()), err.max(axis=1)))
+    return (np.array([o[0] for o in out]), np.array([o[1] for o in out]), np.array([o[2] for o in out]))
+
+
+def random_rows(rng, count, sizes, lo=0.03, hi=0.97):
+    return [np.sort(rng.uniform(lo, hi, rng.choice(sizes))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("degree, multiplicity", [(3, 1), (3, 2), (2, 1), (1, 1)])
+def test_scores_equal_the_numpy_least_squares(degree, multiplicity):
+    rng = np.random.default_rng(degree * 10 + multiplicity)
+    n = 180
+    tau = np.sort(np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)]))
+    lanes_data = np.stack([np.column_stack([np.sin(6 * tau + c), np.cos(9 * tau * (c + 1))]) for c in range(3)])
+    internal = random_rows(rng, 40, [1, 3, 6, 11])  # padded rows of different lengths
+    lanes = rng.integers(0, 3, len(internal))
+    knots, n_ctrl = pad_knot_vectors(internal, degree, multiplicity)
+    got = spline_kernel.score_candidates(knots, n_ctrl, tau, lanes_data, lanes, None, lanes_data, degree, LSQ_RIDGE,
+                                         samples=True)
+    want = reference_scores(tau, lanes_data, lanes, None, lanes_data, internal, degree, multiplicity)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_scores_through_pca_rows_and_empty_spans():
+    # a latent group mapped to 5 columns by orthonormal rows, and knots closer together than the
+    # samples (spans without a sample: only the ridge keeps the system solvable)
+    rng = np.random.default_rng(3)
+    tau = np.linspace(0.0, 1.0, 60)
+    latent = np.column_stack([np.sin(5 * tau), tau**2, np.cos(3 * tau)])[None]
+    basis = np.linalg.qr(rng.normal(size=(5, 3)))[0].T  # (3, 5) orthonormal rows
+    target = latent[0] @ basis + 0.01 * rng.normal(size=(60, 5))
+    target = target[None]
+    internal = random_rows(rng, 20, [2, 4, 7]) + [np.array([0.5, 0.501, 0.502])]
+    knots, n_ctrl = pad_knot_vectors(internal, 3, 1)
+    lanes = np.zeros(len(internal), dtype=int)
+    got = spline_kernel.score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, 3, LSQ_RIDGE, samples=True)
+    want = reference_scores(tau, latent, lanes, basis, target, internal, 3, 1)
+    # the ridged system of a span without samples is ill-conditioned (1e10): Cholesky and LU agree
+    # to about 1e-6 there
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+
+
+def test_knot_problem_scores_the_same_compiled_or_not(monkeypatch):
+    if segment_fit.kernel_location() != "process":
+        pytest.skip("the segment test does not run compiled in this process: neither does the scoring")
+    rng = np.random.default_rng(7)
+    tau = np.linspace(0.0, 1.0, 101)
+    columns = np.column_stack([90 / (1 + np.exp(-100 * (tau - 0.4))), np.sin(8 * tau), tau**3])
+    problem = knot_search.KnotProblem.lanes(tau, columns, 3, 2)
+    internal = random_rows(rng, 30, [2, 5, 9])
+    lanes = rng.integers(0, 3, len(internal))
+    compiled = problem.score(internal, lanes, samples=True)
+    assert problem.evaluations == len(internal)
+    monkeypatch.setattr(knot_search, "_compiled_scorer", lambda: None)
+    numpy_scores = problem.score(internal, lanes, samples=True)
+    for name in ("max_error", "rms", "per_sample"):
+        np.testing.assert_allclose(getattr(compiled, name), getattr(numpy_scores, name), rtol=1e-9, atol=1e-12)
+    # no samples asked for: none returned
+    assert problem.score(internal[:3], lanes[:3]).per_sample is None
+
+
+def test_many_candidates_split_over_threads_score_as_one():
+    rng = np.random.default_rng(11)
+    tau = np.linspace(0.0, 1.0, 400)
+    data = np.sin(11 * tau)[None, :, None]
+    internal = random_rows(rng, 120, [5, 12])
+    knots, n_ctrl = pad_knot_vectors(internal, 3, 1)
+    lanes = np.zeros(len(internal), dtype=int)
+    together = spline_kernel.score_candidates(knots, n_ctrl, tau, data, lanes, None, data, 3, LSQ_RIDGE, samples=True)
+    one_by_one = [spline_kernel.score_candidates(knots[i:i + 1], n_ctrl[i:i + 1], tau, data, lanes[:1], None, data, 3,
+                                                 LSQ_RIDGE, samples=True) for i in range(len(internal))]
+    assert len(internal) * tau.size >= spline_kernel._SPLIT_MIN  # the batch is split over threads
+    for k, name in enumerate(("max_error", "rms", "per_sample")):
+        np.testing.assert_array_equal(together[k], np.concatenate([o[k] for o in one_by_one]), err_msg=name)
