@@ -91,14 +91,14 @@ class _Best(NamedTuple):
 # The compiled scoring measures through PCA rows of at most this many values (latent x columns);
 # bigger ones go to numpy, whose BLAS product beats a per-sample loop there.
 COMPILED_BASIS_MAX = 4096
-# Why the compiled scoring was given up in this process (empty while it works).
+# Why the compiled spline kernel was given up in this process (empty while it works).
 _SCORER_FAILURE: list[str] = []
 
 
-def _compiled_scorer():
-    """:func:`.spline_kernel.score_candidates` where the segment test runs compiled in this process,
-    else None (numpy scoring: no numba, ``ANIM_SIGNALS_KERNEL=numpy``, or a process where numba must
-    not load, whose segment test runs in a worker)."""
+def compiled_spline_kernel():
+    """The module :mod:`.spline_kernel` where the segment test runs compiled in this process, else
+    None (numpy: no numba, ``ANIM_SIGNALS_KERNEL=numpy``, a process where numba must not load, whose
+    segment test runs in a worker, or a compiled step that failed here)."""
     if _SCORER_FAILURE:
         return None
     from . import segment_fit
@@ -106,10 +106,16 @@ def _compiled_scorer():
     if segment_fit.kernel_location() != "process":
         return None
     try:
-        from .spline_kernel import score_candidates
-    except Exception:  # noqa: BLE001 - an install numba cannot load: numpy scores instead
+        from . import spline_kernel
+    except Exception:  # noqa: BLE001 - an install numba cannot load: numpy runs instead
         return None
-    return score_candidates
+    return spline_kernel
+
+
+def _compiled_scorer():
+    """:func:`.spline_kernel.score_candidates` where it runs (:func:`compiled_spline_kernel`), else None."""
+    kernel = compiled_spline_kernel()
+    return None if kernel is None else kernel.score_candidates
 
 
 def _objective(max_error: np.ndarray, rms: np.ndarray, objective: str) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from .compiled import THREADS, compile_lazily, pool
 
-__all__ = ["score_candidates"]
+__all__ = ["score_candidates", "split_spans"]
 
 # Candidates x samples below this run in the calling thread.
 _SPLIT_MIN = 20_000
@@ -210,7 +210,96 @@ def _score_rows(knots, n_ctrl, tau, latent, lane, basis, target, degree, ridge, 
         rms[s] = root
 
 
-compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows"))
+def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, out):  # pragma: no cover - compiled
+    """:func:`.tolerance._insert_knots` for one lane: writes the grown knots to ``out`` (sorted) and
+    returns their count, or -1 where no span can be split."""
+    n_int = internal.shape[0]
+    n = tau.shape[0]
+    spans = n_int + 1
+    breaks = np.empty(spans + 1)
+    breaks[0] = 0.0
+    breaks[1:spans] = internal
+    breaks[spans] = 1.0
+    # each span's worst sample (the first one reaching the span's max), spans in order
+    worst_err = np.full(spans, -1.0)
+    worst_at = np.zeros(spans, np.int64)
+    span = 0
+    for j in range(n):
+        while span < spans - 1 and tau[j] >= breaks[span + 1]:
+            span += 1
+        if per_sample[j] > worst_err[span]:
+            worst_err[span] = per_sample[j]
+            worst_at[span] = j
+    if grid.shape[0] == 0:
+        return -1
+    err = np.empty(spans)
+    knot = np.empty(spans)
+    count = 0
+    last = grid.shape[0] - 1
+    for i in range(spans):
+        if not worst_err[i] > feasible:  # no sample, or within tolerance
+            continue
+        lo = breaks[i]
+        hi = breaks[i + 1]
+        pos = 0.5 * (tau[worst_at[i]] + 0.5 * (lo + hi))
+        first_in = np.searchsorted(grid, lo + min_gap, side="left")
+        last_in = np.searchsorted(grid, hi - min_gap, side="right") - 1
+        if first_in > last_in:
+            continue
+        right = min(max(np.searchsorted(grid, pos), first_in), last_in)
+        left = min(max(right - 1, first_in), last_in)
+        near_left = abs(pos - grid[min(max(left, 0), last)]) <= abs(grid[min(max(right, 0), last)] - pos)
+        pick = min(max(left if near_left else right, 0), last)
+        err[count] = worst_err[i]
+        knot[count] = grid[pick]
+        count += 1
+    if count == 0:
+        return -1
+    # worst spans first (ties: the later knot first), a share of them
+    by_knot = np.argsort(-knot[:count], kind="mergesort")
+    order = by_knot[np.argsort(-err[:count][by_knot], kind="mergesort")]
+    take = max(1, int(np.ceil(count * fraction)))
+    out[:n_int] = internal
+    for t in range(take):
+        out[n_int + t] = knot[order[t]]
+    out[:n_int + take] = np.sort(out[:n_int + take])
+    return n_int + take
+
+
+compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows", "_split_spans"))
+
+
+def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):
+    """One insertion step of the tolerance search (:func:`.tolerance._insert_knots`, compiled): new
+    knots in the worst spans whose samples break the tolerance, or None where none can split.
+
+    Parameters
+    ----------
+    internal : ndarray, shape (K,)
+        A lane's sorted internal knots in (0, 1).
+    tau, grid : ndarray
+        Sorted sample parameters, and the positions a knot may take (the samples or whole frames).
+    per_sample : ndarray, shape (N,)
+        The lane's max error per sample, in tolerance units.
+    min_gap : float
+        Closest allowed distance of a new knot to a span's ends.
+    fraction : float
+        Share of the offending spans split (the worst first; at least one).
+    feasible : float
+        The error a sample may reach.
+
+    Returns
+    -------
+    ndarray or None
+        The grown knots, sorted.
+    """
+    internal = np.ascontiguousarray(internal, dtype=np.float64)
+    out = np.empty(internal.size * 2 + 1)
+    count = _split_spans(internal, np.ascontiguousarray(tau, dtype=np.float64),
+                         np.ascontiguousarray(grid, dtype=np.float64),
+                         np.ascontiguousarray(per_sample, dtype=np.float64), float(min_gap), float(fraction),
+                         float(feasible), out)
+    return None if count < 0 else out[:count].copy()
 
 
 def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: int, ridge: float,

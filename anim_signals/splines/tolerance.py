@@ -20,13 +20,21 @@ the other, not on the clip's length: the whole search is about linear in the sam
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from .knots import FEASIBLE, RMS_TIE_BREAK, SCORE_CHUNK_ELEMENTS, KnotProblem
+from .knots import (
+    _SCORER_FAILURE,
+    FEASIBLE,
+    RMS_TIE_BREAK,
+    SCORE_CHUNK_ELEMENTS,
+    KnotProblem,
+    compiled_spline_kernel,
+)
 from .local import LaneFit, LocalScores, lane_fit, score_replacements
 
 __all__ = ["ToleranceSolution", "fit_lanes", "solve_tolerance"]
@@ -102,7 +110,17 @@ def _insert_knots(
 
     Vectorised over the spans (samples are sorted, so each span's samples are one run): a
     loop over spans that scans every sample would make a long clip's insertion quadratic.
+    Compiled where the scoring is (:func:`.spline_kernel.split_spans`, the same knots).
     """
+    kernel = compiled_spline_kernel()
+    if kernel is not None:  # the same step in machine code (a Python call per lane per round here)
+        try:
+            return kernel.split_spans(internal, problem.tau, problem.tau if snap is None else snap, per_sample,
+                                      problem.min_gap, INSERT_FRACTION, FEASIBLE)
+        except Exception as exc:  # noqa: BLE001 - numpy takes the same step
+            _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"the compiled knot insertion failed ({_SCORER_FAILURE[0]}); running it on numpy",
+                          RuntimeWarning, stacklevel=2)
     breaks = np.concatenate([[0.0], internal, [1.0]])
     seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
     grid = problem.tau if snap is None else snap

@@ -96,3 +96,36 @@ def test_many_candidates_split_over_threads_score_as_one():
     assert len(internal) * tau.size >= spline_kernel._SPLIT_MIN  # the batch is split over threads
     for k, name in enumerate(("max_error", "rms", "per_sample")):
         np.testing.assert_array_equal(together[k], np.concatenate([o[k] for o in one_by_one]), err_msg=name)
+
+
+@pytest.mark.parametrize("snap", [False, True])
+def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
+    from anim_signals.splines import tolerance
+
+    rng = np.random.default_rng(5 + snap)
+    tau = np.linspace(0.0, 1.0, 97)
+    problem = knot_search.KnotProblem.lanes(tau, np.sin(9 * tau)[:, None], 3, 2)
+    grid = np.linspace(0.0, 1.0, 33) if snap else None
+    cases = 0
+    for trial in range(60):
+        internal = np.sort(rng.choice(tau[2:-2], rng.integers(0, 12), replace=False))
+        if trial % 3 == 0 and internal.size > 2:  # knots closer than the samples: spans without any
+            internal = np.sort(np.concatenate([internal, internal[:2] + 1e-4]))
+        per_sample = rng.exponential(0.8, tau.size)
+        if trial % 4 == 0:
+            per_sample = np.round(per_sample * 2) / 2  # ties between spans' worst errors
+        if trial == 7:
+            per_sample[:] = 0.5  # within tolerance everywhere
+        want = None
+        with monkeypatch.context() as patch:
+            patch.setattr(tolerance, "compiled_spline_kernel", lambda: None)
+            want = tolerance._insert_knots(problem, internal, per_sample, grid)
+        got = spline_kernel.split_spans(internal, tau, tau if grid is None else grid, per_sample, problem.min_gap,
+                                        tolerance.INSERT_FRACTION, knot_search.FEASIBLE)
+        if want is None:
+            assert got is None, trial
+        else:
+            cases += 1
+            np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
+    assert cases > 40
+    assert spline_kernel.split_spans(np.array([0.5]), tau, np.zeros(0), np.full(tau.size, 3.0), 0.01, 0.25, 1.0) is None
