@@ -12,10 +12,10 @@ ours Fewest Keys, Editable Keys, Fewest Keys with the keys shared per bone and b
 Joints error space (1 cm, fit plus the object-space check through the depsgraph and its refits), and
 the spline modes (Shared Keys, Per Curve Spline, Auto Spline: Mukai's B-splines); then Blender's
 Graph Editor Decimate (ERROR mode) with the margins set to the tolerances (its own run time only:
-the margin search of ``benchmark_fit.py`` is left out). Every row of ours but the spline modes' (they
-do not run the segment test) is run twice, in two processes: with the compiled segment test (numba,
-the default) and with the numpy cascade (``ANIM_SIGNALS_KERNEL=numpy``, the code before the kernel),
-so one table shows before and after.
+the margin search of ``benchmark_fit.py`` is left out). Every row of ours is run twice, in two
+processes: with the compiled kernels (numba, the default: the segment test, and the spline modes'
+knot scoring and insertion) and on numpy (``ANIM_SIGNALS_KERNEL=numpy``, the code before the
+kernels), so one table shows before and after.
 
 One more clip is built from real data: ``cmu_iclone_02_01_walk`` (171 frames x 306 curves) played
 forwards and backwards to 1,500 frames, the size the goal names.
@@ -50,10 +50,8 @@ MODES = [  # (row name, operator keywords)
     ("FEWEST, keys per bone", dict(mode="FEWEST", share_keys="BONE")),
     ("FEWEST, keys shared by all curves", dict(mode="FEWEST", share_keys="ALL")),
     ("FEWEST, Joints 1 cm", dict(mode="FEWEST", error_space="JOINTS", max_joint_error=1.0)),
-]
-# The spline modes (Mukai's B-splines, knots by CMA-ES) do not run the segment test: the compiled
-# run only, no "before".
-SPLINE_MODES = [
+    # the spline modes (Mukai's B-splines, knots by CMA-ES): their knot scoring and insertion run
+    # compiled beside the segment test, on numpy with it
     ("Shared Keys (LATENT)", dict(mode="LATENT")),
     ("Per Curve Spline", dict(mode="PER_CHANNEL")),
     ("Auto Spline", dict(mode="AUTO")),
@@ -171,7 +169,7 @@ def child(args) -> int:
         frames = be.fcurve_frame_range(fcs)
         clip = dict(clip=name, frames=int(frames[1] - frames[0] + 1), curves=len(fcs), note=note, rows={})
         report.log(f"[{args.kernel}] {name}: {clip['frames']} x {clip['curves']}")
-        for label, keywords in MODES + (SPLINE_MODES if args.kernel == "compiled" else []):
+        for label, keywords in MODES:
             clip["rows"][label] = _operator_row(bpy, ob, args, keywords)
         if args.kernel == "compiled":
             clip["rows"]["Decimate"] = _decimate_row(bpy, ob, args)

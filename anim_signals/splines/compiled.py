@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -52,13 +53,19 @@ def cache_dir(module: str) -> str:
     return ""
 
 
+# numba's cache folder is a process-wide setting, swapped while a kernel module wraps its functions:
+# two modules imported from two threads (the warm-up's and a fit's) must not interleave the swap.
+_CACHE_DIR_LOCK = threading.Lock()
+
+
 def compile_lazily(namespace: dict, names: Iterable[str]) -> None:
     """Make the functions ``names`` of a module's ``namespace`` (its globals) numba dispatchers:
     compiled at first call, without the GIL, cached on disk (:func:`cache_dir`)."""
-    previous = numba_config.CACHE_DIR
-    numba_config.CACHE_DIR = cache_dir(namespace["__name__"]) or previous
-    try:
-        for name in names:
-            namespace[name] = njit(cache=True, nogil=True)(namespace[name])
-    finally:
-        numba_config.CACHE_DIR = previous
+    with _CACHE_DIR_LOCK:
+        previous = numba_config.CACHE_DIR
+        numba_config.CACHE_DIR = cache_dir(namespace["__name__"]) or previous
+        try:
+            for name in names:
+                namespace[name] = njit(cache=True, nogil=True)(namespace[name])
+        finally:
+            numba_config.CACHE_DIR = previous

@@ -107,7 +107,8 @@ def compiled_spline_kernel():
         return None
     try:
         from . import spline_kernel
-    except Exception:  # noqa: BLE001 - an install numba cannot load: numpy runs instead
+    except Exception as exc:  # noqa: BLE001 - an install numba cannot load: numpy runs instead (not retried)
+        _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
         return None
     return spline_kernel
 
@@ -219,8 +220,10 @@ class KnotProblem:
         if compiled is not None and internal:
             knots, n_ctrl = pad_knot_vectors(internal, self.degree, self.multiplicity)
             try:
-                scores = Scores(*compiled(knots, n_ctrl, self.tau, self.latent, lanes, self.basis, self.target,
-                                          self.degree, LSQ_RIDGE, samples))
+                # (one lane: every candidate fits it, whatever lanes says, as on numpy)
+                scores = Scores(*compiled(knots, n_ctrl, self.tau, self.latent,
+                                          lanes if self.n_lanes > 1 else np.zeros(len(internal), dtype=np.int64),
+                                          self.basis, self.target, self.degree, LSQ_RIDGE, samples))
             except Exception as exc:  # noqa: BLE001 - numpy scores the same, only slower
                 _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
                 warnings.warn(f"the compiled knot scoring failed ({_SCORER_FAILURE[0]}); scoring on numpy",

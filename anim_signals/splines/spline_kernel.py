@@ -337,6 +337,11 @@ def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: i
         error's sum over columns.
     per_sample : ndarray, shape (S, N), or None
 
+    Raises
+    ------
+    IndexError
+        When a candidate's lane is not one of the C lanes.
+
     Examples
     --------
     >>> tau = np.linspace(0.0, 1.0, 11)
@@ -354,6 +359,8 @@ def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: i
     lanes = np.ascontiguousarray(lanes, dtype=np.int64)
     basis = np.zeros((0, 0)) if basis is None else np.ascontiguousarray(basis, dtype=np.float64)
     count = knots.shape[0]
+    if lanes.shape != (count,) or (count and not (0 <= lanes.min() and lanes.max() < latent.shape[0])):
+        raise IndexError(f"every candidate needs a lane in 0..{latent.shape[0] - 1}, got {lanes}")
     max_error = np.zeros(count)
     rms = np.zeros(count)
     per_sample = np.zeros((count, tau.size) if samples else (0, 0))

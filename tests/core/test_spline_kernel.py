@@ -28,13 +28,15 @@ def random_rows(rng, count, sizes, lo=0.03, hi=0.97):
     return [np.sort(rng.uniform(lo, hi, rng.choice(sizes))) for _ in range(count)]
 
 
-@pytest.mark.parametrize("degree, multiplicity", [(3, 1), (3, 2), (2, 1), (1, 1)])
+@pytest.mark.parametrize("degree, multiplicity", [(3, 1), (3, 2), (2, 1), (2, 2), (1, 1), (1, 2)])
 def test_scores_equal_the_numpy_least_squares(degree, multiplicity):
     rng = np.random.default_rng(degree * 10 + multiplicity)
     n = 180
     tau = np.sort(np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)]))
     lanes_data = np.stack([np.column_stack([np.sin(6 * tau + c), np.cos(9 * tau * (c + 1))]) for c in range(3)])
-    internal = random_rows(rng, 40, [1, 3, 6, 11])  # padded rows of different lengths
+    # padded rows of different lengths, none, and knots on samples (as the tolerance search puts them)
+    internal = random_rows(rng, 40, [1, 3, 6, 11]) + [np.zeros(0)]
+    internal += [np.sort(rng.choice(tau[3:-3], size, replace=False)) for size in (2, 5, 9)]
     lanes = rng.integers(0, 3, len(internal))
     knots, n_ctrl = pad_knot_vectors(internal, degree, multiplicity)
     got = spline_kernel.score_candidates(knots, n_ctrl, tau, lanes_data, lanes, None, lanes_data, degree, LSQ_RIDGE,
@@ -73,7 +75,9 @@ def test_knot_problem_scores_the_same_compiled_or_not(monkeypatch):
     problem = knot_search.KnotProblem.lanes(tau, columns, 3, 2)
     internal = random_rows(rng, 30, [2, 5, 9])
     lanes = rng.integers(0, 3, len(internal))
+    assert knot_search._compiled_scorer() is not None
     compiled = problem.score(internal, lanes, samples=True)
+    assert not knot_search._SCORER_FAILURE, knot_search._SCORER_FAILURE  # no fallback to numpy happened
     assert problem.evaluations == len(internal)
     monkeypatch.setattr(knot_search, "_compiled_scorer", lambda: None)
     numpy_scores = problem.score(internal, lanes, samples=True)
@@ -83,7 +87,8 @@ def test_knot_problem_scores_the_same_compiled_or_not(monkeypatch):
     assert problem.score(internal[:3], lanes[:3]).per_sample is None
 
 
-def test_many_candidates_split_over_threads_score_as_one():
+def test_many_candidates_split_over_threads_score_as_one(monkeypatch):
+    monkeypatch.setattr(spline_kernel, "THREADS", 2)  # split even on a one-core machine
     rng = np.random.default_rng(11)
     tau = np.linspace(0.0, 1.0, 400)
     data = np.sin(11 * tau)[None, :, None]
@@ -93,7 +98,7 @@ def test_many_candidates_split_over_threads_score_as_one():
     together = spline_kernel.score_candidates(knots, n_ctrl, tau, data, lanes, None, data, 3, LSQ_RIDGE, samples=True)
     one_by_one = [spline_kernel.score_candidates(knots[i:i + 1], n_ctrl[i:i + 1], tau, data, lanes[:1], None, data, 3,
                                                  LSQ_RIDGE, samples=True) for i in range(len(internal))]
-    assert len(internal) * tau.size >= spline_kernel._SPLIT_MIN  # the batch is split over threads
+    assert len(internal) * tau.size >= spline_kernel._SPLIT_MIN  # the batch is split over the threads
     for k, name in enumerate(("max_error", "rms", "per_sample")):
         np.testing.assert_array_equal(together[k], np.concatenate([o[k] for o in one_by_one]), err_msg=name)
 
@@ -129,3 +134,11 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
             np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
     assert cases > 40
     assert spline_kernel.split_spans(np.array([0.5]), tau, np.zeros(0), np.full(tau.size, 3.0), 0.01, 0.25, 1.0) is None
+
+
+def test_a_lane_outside_the_problem_is_refused():
+    tau = np.linspace(0.0, 1.0, 20)
+    data = np.sin(tau)[None, :, None]
+    knots, n_ctrl = pad_knot_vectors([np.array([0.5])], 3, 1)
+    with pytest.raises(IndexError, match="lane"):
+        spline_kernel.score_candidates(knots, n_ctrl, tau, data, np.array([1]), None, data, 3, LSQ_RIDGE)

@@ -208,7 +208,8 @@ def run(area) -> Iterator[Wait]:
           f"{last.joint_error_cm:.3f} cm, within tolerance {last.within_tolerance}")
     where = segment_fit.kernel_location() if segment_fit is not None else "not loaded"
     check("Joints, all curves: the compiled kernel in the worker process answered every request",
-          where == "worker" and not getattr(segment_fit, "KERNEL_FAILURE", ["not loaded"]),
+          where == "worker" and not getattr(segment_fit, "KERNEL_FAILURE", ["not loaded"])
+          and getattr(getattr(segment_fit, "_compiled_values", lambda: None)(), "__self__", None) is not None,
           f"{where}; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
     # the final check's hidden copy of the armature (playing the fitted keys) is gone again
     check("Joints, all curves: the check's temporary armature copy is removed",
