@@ -336,7 +336,7 @@ def warm_up() -> str:
 
 
 def _warm_up_knot_scoring() -> None:
-    """Compile the spline modes' knot scoring and insertion step too, where they run compiled (in this
+    """Compile the spline modes' knot scoring, insertion step and local refits too, where they run compiled (in this
     process only). A failure there is recorded (the spline modes then run on numpy), not raised: the
     segment test above works."""
     import warnings
@@ -354,6 +354,10 @@ def _warm_up_knot_scoring() -> None:
         _, _, per_sample = kernel.score_candidates(knots, n_ctrl, tau, data, np.zeros(1, dtype=np.int64), None, data,
                                                    3, LSQ_RIDGE, True)
         kernel.split_spans(np.array([0.5]), tau, tau, per_sample[0] * 0.0 + 2.0, 0.01, 0.25, 1.0)
+        refit = (knots, n_ctrl, np.zeros(1, np.int64), n_ctrl, np.zeros((1, int(n_ctrl[0]), 1)),
+                 np.zeros(1, np.int64), np.full(1, tau.size), tau, data, np.zeros(1, np.int64), None, data, 3, LSQ_RIDGE)
+        kernel.local_refits(*refit)  # the removal rounds' local refits, both outputs
+        kernel.local_refits(*refit, values=True)
     except Exception as exc:  # noqa: BLE001 - recorded: the spline modes score on numpy
         _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
         warnings.warn(f"the compiled knot scoring failed ({_SCORER_FAILURE[0]}); the spline modes run on numpy",

@@ -15,6 +15,7 @@ global fit per batch (:mod:`.tolerance`).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -22,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .bspline import banded_cholesky_batch, cox_de_boor
+from .knots import _SCORER_FAILURE, COMPILED_BASIS_MAX, compiled_spline_kernel
 
 __all__ = ["LaneFit", "LocalScores", "lane_fit", "score_replacements"]
 
@@ -249,14 +251,84 @@ def _refit_chunk(
         err = fit @ basis - target[0][sample]
     else:
         err = fit - (target[0][sample] if target.shape[0] == 1 else target[lane_of_pair, sample])
-    worst = np.abs(err).max(axis=1)
-    sq = (err**2).sum(axis=1)
+    return _reduce_pairs(err, counts)
+
+
+def _reduce_pairs(err: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Max abs error and sum of squared errors per candidate of an error field (P, M) whose rows are
+    the candidates' samples one candidate after another (``counts`` rows each)."""
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    local_max = np.zeros(counts.size)
+    local_sq = np.zeros(counts.size)
+    has = counts > 0
+    if err.shape[0]:
+        local_max[has] = np.maximum.reduceat(np.abs(err).max(axis=1), starts[has])
+        local_sq[has] = np.add.reduceat((err**2).sum(axis=1), starts[has])
+    return local_max, local_sq
+
+
+def _errors_through_basis(kernel, geo: _Geometry, idx: np.ndarray, tau: np.ndarray, latent: np.ndarray,
+                          target: np.ndarray, basis: np.ndarray, lanes: np.ndarray,
+                          degree: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_refit_chunk` with big PCA rows: the refits compiled, their errors through one matrix
+    product (per sample, the compiled kernel's loop over L x M products loses to BLAS)."""
+    fitted = kernel.local_refits(geo.sub_knots[idx], geo.n_sub[idx], geo.free_lo[idx], geo.n_free[idx],
+                                 geo.fixed[idx], geo.s0[idx], geo.s1[idx], tau, latent, lanes[idx], basis, target,
+                                 degree, LOCAL_RIDGE, values=True)
+    counts = np.maximum(geo.s1[idx] - geo.s0[idx], 0)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    cand = np.repeat(np.arange(idx.size), counts)
+    sample = geo.s0[idx][cand] + (np.arange(int(starts[-1])) - starts[:-1][cand])
+    data = target[0][sample] if target.shape[0] == 1 else target[lanes[idx][cand], sample]
+    return _reduce_pairs(fitted @ basis - data, counts)
+
+
+def _local_refits(
+    geo: _Geometry,
+    tau: np.ndarray,
+    latent: np.ndarray,
+    target: np.ndarray,
+    basis: np.ndarray | None,
+    lanes: np.ndarray,
+    degree: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Max error and sum of squared errors of every candidate's refit: compiled where the knot
+    scoring runs compiled (:func:`.knots.compiled_spline_kernel`, PCA rows of at most
+    ``COMPILED_BASIS_MAX`` values), else on numpy in chunks."""
+    s_count = lanes.size
+    kernel = compiled_spline_kernel()
+    if kernel is not None and (basis is None or basis.size <= COMPILED_BASIS_MAX):
+        try:
+            return kernel.local_refits(geo.sub_knots, geo.n_sub, geo.free_lo, geo.n_free, geo.fixed, geo.s0, geo.s1,
+                                       tau, latent, lanes, basis, target, degree, LOCAL_RIDGE)
+        except Exception as exc:  # noqa: BLE001 - a kernel that fails to compile here: numpy from now on
+            _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"the compiled local refits failed ({_SCORER_FAILURE[0]}); running them on numpy",
+                          RuntimeWarning, stacklevel=2)
+            kernel = None
     local_max = np.zeros(s_count)
     local_sq = np.zeros(s_count)
-    has = counts > 0
-    if n_pairs:
-        local_max[has] = np.maximum.reduceat(worst, starts[:-1][has])
-        local_sq[has] = np.add.reduceat(sq, starts[:-1][has])
+    counts = geo.s1 - geo.s0
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    # chunks of about `step` pairs, each candidate whole
+    step = max(1, min(PAIR_CHUNK, PAIR_CHUNK_ELEMENTS // max(target.shape[-1], latent.shape[-1])))
+    cuts = np.searchsorted(bounds, np.arange(0, bounds[-1] + step, step), side="right") - 1
+    cuts = np.unique(np.concatenate([[0], np.clip(cuts, 0, s_count), [s_count]]))
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
+        if hi <= lo:
+            continue
+        idx = np.arange(lo, hi)
+        if kernel is not None and basis is not None:
+            try:
+                local_max[idx], local_sq[idx] = _errors_through_basis(kernel, geo, idx, tau, latent, target, basis,
+                                                                      lanes, degree)
+                continue
+            except Exception as exc:  # noqa: BLE001 - as above
+                _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
+                warnings.warn(f"the compiled local refits failed ({_SCORER_FAILURE[0]}); running them on numpy",
+                              RuntimeWarning, stacklevel=2)
+                kernel = None
+        local_max[idx], local_sq[idx] = _refit_chunk(geo, idx, tau, latent, target, basis, lanes, degree)
     return local_max, local_sq
 
 
@@ -319,19 +391,7 @@ def score_replacements(
         return LocalScores(np.zeros(0), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 2)))
     geo = _geometry(fits, tau, degree, multiplicity, lanes, first, stop, np.asarray(moved, dtype=float),
                     np.asarray(n_moved, dtype=int), margin)
-    local_max = np.zeros(s_count)
-    local_sq = np.zeros(s_count)
-    counts = geo.s1 - geo.s0
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-    # chunks of about `step` pairs, each candidate whole
-    step = max(1, min(PAIR_CHUNK, PAIR_CHUNK_ELEMENTS // max(target.shape[-1], latent.shape[-1])))
-    cuts = np.searchsorted(bounds, np.arange(0, bounds[-1] + step, step), side="right") - 1
-    cuts = np.unique(np.concatenate([[0], np.clip(cuts, 0, s_count), [s_count]]))
-    for lo, hi in zip(cuts[:-1], cuts[1:], strict=True):
-        if hi <= lo:
-            continue
-        idx = np.arange(lo, hi)
-        local_max[idx], local_sq[idx] = _refit_chunk(geo, idx, tau, latent, target, basis, lanes, degree)
+    local_max, local_sq = _local_refits(geo, tau, latent, target, basis, lanes, degree)
     outside_max = np.empty(s_count)
     old_sq = np.empty(s_count)
     total_sq = np.empty(s_count)

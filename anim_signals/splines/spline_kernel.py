@@ -20,7 +20,7 @@ import numpy as np
 
 from .compiled import THREADS, compile_lazily, pool
 
-__all__ = ["score_candidates", "split_spans"]
+__all__ = ["local_refits", "score_candidates", "split_spans"]
 
 # Candidates x samples below this run in the calling thread.
 _SPLIT_MIN = 20_000
@@ -133,10 +133,11 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
 
 def _inverses(knots, span, p, inverse):  # pragma: no cover - compiled
     """``inverse[j, r]`` = 1 / (t[span + r + 1] - t[span + 1 - j + r]): A2.2's denominators in span
-    ``span`` (non-empty, so none is zero)."""
+    ``span`` (none is zero in a non-empty span; a zero one, of an empty span, makes its terms 0)."""
     for j in range(1, p + 1):
         for r in range(j):
-            inverse[j, r] = 1.0 / (knots[span + r + 1] - knots[span + 1 - j + r])
+            gap = knots[span + r + 1] - knots[span + 1 - j + r]
+            inverse[j, r] = 1.0 / gap if gap != 0.0 else 0.0
 
 
 def _cubic_at(knots, span, x, inverse, values, row):  # pragma: no cover - compiled
@@ -210,6 +211,148 @@ def _score_rows(knots, n_ctrl, tau, latent, lane, basis, target, degree, ridge, 
         rms[s] = root
 
 
+def _refit_one(knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, basis, target, degree, ridge, n_basis,
+               left, right, inverse, values, kept, band, rhs, fitted, out, offset):  # pragma: no cover - compiled
+    """One local refit of :func:`.local.score_replacements`: the freed control points' least squares
+    on samples ``s0:s1`` with the kept ones fixed, and (max error, sum of squared errors) there; or,
+    where ``out`` has rows, the refitted spline's values into ``out[offset:offset + s1 - s0]``."""
+    p = degree
+    dims = latent.shape[1]
+    count = s1 - s0
+    for i in range(n_free):
+        for d in range(p + 1):
+            band[i, d] = 0.0
+        for c in range(dims):
+            rhs[i, c] = 0.0
+    # each sample's span in the piece (largest i with knots[i] <= x, kept within [p, n_sub - 1])
+    span = p
+    known = -1
+    for j in range(count):
+        x = tau[s0 + j]
+        while span < n_sub - 1 and x >= knots[span + 1]:
+            span += 1
+        if span != known:
+            _inverses(knots, span, p, inverse)
+            known = span
+        if p == 3:
+            _cubic_at(knots, span, x, inverse, values, j)
+        else:
+            _basis_at(knots, span, x, p, left, right, inverse, values, j)
+        first = span - p
+        for c in range(dims):
+            total = 0.0
+            for r in range(p + 1):
+                total += values[j, r] * fixed[first + r, c]
+            kept[j, c] = latent[s0 + j, c] - total  # the residual the freed points fit
+        lo = first - free_lo
+        for r in range(p + 1):
+            row = lo + r
+            if row < 0 or row >= n_free:
+                continue
+            vr = values[j, r]
+            for d in range(p + 1 - r):
+                if row + d < n_free:
+                    band[row, d] += vr * values[j, r + d]
+            for c in range(dims):
+                rhs[row, c] += vr * kept[j, c]
+    if n_free > 0:
+        diagonal = 0.0
+        for i in range(n_free):
+            diagonal += band[i, 0]
+        shift = ridge * max(diagonal / n_free, 1e-300)
+        for i in range(n_free):
+            band[i, 0] += shift
+        for i in range(n_free):
+            total = band[i, 0]
+            for m in range(max(0, i - p), i):
+                lim = band[m, i - m]
+                total -= lim * lim
+            root = np.sqrt(max(total, 1e-300))
+            band[i, 0] = root
+            for d in range(1, min(p, n_free - 1 - i) + 1):
+                row = i + d
+                total = band[i, d]
+                for m in range(max(0, row - p), i):
+                    total -= band[m, row - m] * band[m, i - m]
+                band[i, d] = total / root
+        for c in range(dims):
+            for i in range(n_free):
+                total = rhs[i, c]
+                for m in range(max(0, i - p), i):
+                    total -= band[m, i - m] * rhs[m, c]
+                rhs[i, c] = total / band[i, 0]
+            for i in range(n_free - 1, -1, -1):
+                total = rhs[i, c]
+                for m in range(i + 1, min(n_free, i + p + 1)):
+                    total -= band[i, m - i] * rhs[m, c]
+                rhs[i, c] = total / band[i, 0]
+    worst = 0.0
+    squares = 0.0
+    span = p
+    outputs = target.shape[1]
+    for j in range(count):
+        x = tau[s0 + j]
+        while span < n_sub - 1 and x >= knots[span + 1]:
+            span += 1
+        lo = span - p - free_lo
+        for c in range(dims):
+            # the spline: the data minus what the freed points leave unfitted
+            spline = latent[s0 + j, c] - kept[j, c]
+            for r in range(p + 1):
+                row = lo + r
+                if 0 <= row < n_free:
+                    spline += values[j, r] * rhs[row, c]
+            fitted[c] = spline
+        if out.shape[0]:
+            for c in range(dims):
+                out[offset + j, c] = fitted[c]
+            continue
+        for o in range(outputs):
+            if n_basis:
+                value = 0.0
+                for c in range(dims):
+                    value += fitted[c] * basis[c, o]
+            else:
+                value = fitted[o]
+            e = abs(value - target[s0 + j, o])
+            squares += e * e
+            if e > worst:
+                worst = e
+    return worst, squares
+
+
+def _refit_rows(sub_knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, latent_lane, basis, target,
+                target_lane, degree, ridge, first, step, local_max, local_sq, out, offsets):  # pragma: no cover - compiled
+    """Local refits first, first + step, ... (without the GIL: threads run them side by side)."""
+    count = sub_knots.shape[0]
+    p = degree
+    most_samples = 1
+    most_free = 1
+    for s in range(first, count, step):
+        most_samples = max(most_samples, s1[s] - s0[s])
+        most_free = max(most_free, n_free[s])
+    dims = latent.shape[2]
+    n_basis = basis.shape[0] > 0
+    left = np.empty(p + 1)
+    right = np.empty(p + 1)
+    inverse = np.empty((p + 1, p + 1))
+    values = np.empty((most_samples, p + 1))
+    kept = np.empty((most_samples, dims))
+    band = np.empty((most_free, p + 1))
+    rhs = np.empty((most_free, dims))
+    fitted = np.empty(dims)
+    for s in range(first, count, step):
+        if s1[s] <= s0[s]:
+            local_max[s] = 0.0
+            local_sq[s] = 0.0
+            continue
+        worst, squares = _refit_one(sub_knots[s], n_sub[s], free_lo[s], n_free[s], fixed[s], s0[s], s1[s], tau,
+                                    latent[latent_lane[s]], basis, target[target_lane[s]], degree, ridge, n_basis,
+                                    left, right, inverse, values, kept, band, rhs, fitted, out, offsets[s])
+        local_max[s] = worst
+        local_sq[s] = squares
+
+
 def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, out):  # pragma: no cover - compiled
     """:func:`.tolerance._insert_knots` for one lane: writes the grown knots to ``out`` (sorted) and
     returns their count, or -1 where no span can be split."""
@@ -266,7 +409,8 @@ def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, o
     return n_int + take
 
 
-compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows", "_split_spans"))
+compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows", "_refit_one",
+                           "_refit_rows", "_split_spans"))
 
 
 def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):
@@ -374,3 +518,94 @@ def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: i
         for job in jobs:
             job.result()
     return max_error, rms, per_sample if samples else None
+
+
+def local_refits(sub_knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, lanes, basis, target, degree: int,
+                 ridge: float, values: bool = False):
+    """Max error and sum of squared errors of local least-squares refits (:mod:`.local`, compiled).
+
+    Refit s frees control points ``free_lo[s] : free_lo[s] + n_free[s]`` of a piece of knot vector,
+    keeps the others at ``fixed[s]`` and fits samples ``s0[s]:s1[s]`` of its lane.
+
+    Parameters
+    ----------
+    sub_knots : ndarray, shape (S, W)
+        Each refit's piece of knot vector, padded past its end with values above every sample.
+    n_sub : ndarray of int, shape (S,)
+        Control points of each piece.
+    free_lo, n_free : ndarray of int, shape (S,)
+        First freed control point (in the piece) and how many.
+    fixed : ndarray, shape (S, P, L)
+        The kept control points (0 where freed), P >= n_sub.
+    s0, s1 : ndarray of int, shape (S,)
+        The refitted samples.
+    tau : ndarray, shape (N,)
+        Sorted sample parameters in [0, 1].
+    latent : ndarray, shape (C, N, L)
+        What the splines fit, per lane (C = 1: shared by every lane).
+    lanes : ndarray of int, shape (S,)
+        Each refit's lane.
+    basis : ndarray, shape (L, M), or None
+        Rows mapping latent values to the target's columns (None: M = L).
+    target : ndarray, shape (C', N, M)
+        What the errors are measured against (C' = 1: shared).
+    degree : int
+        Spline degree.
+    ridge : float
+        Relative Tikhonov term of the normal equations.
+    values : bool
+        Return the refitted splines' values instead of their errors (for a caller that maps them
+        through a big ``basis`` with a matrix product).
+
+    Returns
+    -------
+    local_max, local_sq : ndarray, shape (S,)
+        Max abs error and sum of squared errors over each refit's samples (0 without samples).
+    fitted : ndarray, shape (sum(s1 - s0), L)
+        With ``values``, instead: each refit's spline at its samples, the refits one after another.
+
+    Raises
+    ------
+    IndexError
+        When a refit's lane is not one of the lanes.
+
+    Examples
+    --------
+    >>> tau = np.linspace(0.0, 1.0, 11)
+    >>> data = (3.0 * tau**3 - tau)[None, :, None]
+    >>> knots = np.array([[0.0, 0, 0, 0, 1, 1, 1, 1]])  # one cubic span, every control point freed
+    >>> mx, sq = local_refits(knots, np.array([4]), np.array([0]), np.array([4]), np.zeros((1, 4, 1)),
+    ...                       np.array([0]), np.array([11]), tau, data, np.array([0]), None, data, 3, 1e-10)
+    >>> bool(mx[0] < 1e-6)
+    True
+    """
+    count = len(sub_knots)
+    lanes = np.ascontiguousarray(lanes, dtype=np.int64)
+    latent = np.ascontiguousarray(latent, dtype=np.float64)
+    target = np.ascontiguousarray(target, dtype=np.float64)
+    for data in (latent, target):
+        if data.shape[0] > 1 and count and not (0 <= lanes.min() and lanes.max() < data.shape[0]):
+            raise IndexError(f"every refit needs a lane in 0..{data.shape[0] - 1}, got {lanes}")
+    latent_lane = lanes if latent.shape[0] > 1 else np.zeros(count, np.int64)
+    target_lane = lanes if target.shape[0] > 1 else np.zeros(count, np.int64)
+    n_sub, free_lo, n_free, s0, s1 = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_sub, free_lo, n_free, s0, s1))
+    counts = np.maximum(s1 - s0, 0)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if count else np.zeros(0, np.int64)
+    pairs = int(counts.sum())
+    out = np.empty((pairs, latent.shape[2]) if values else (0, 0))
+    local_max = np.zeros(count)
+    local_sq = np.zeros(count)
+    args = (np.ascontiguousarray(sub_knots, dtype=np.float64), n_sub, free_lo, n_free,
+            np.ascontiguousarray(fixed, dtype=np.float64), s0, s1, np.ascontiguousarray(tau, dtype=np.float64), latent,
+            latent_lane, np.zeros((0, 0)) if basis is None else np.ascontiguousarray(basis, dtype=np.float64), target,
+            target_lane, int(degree), float(ridge))
+    parts = THREADS if count > 1 and pairs >= _SPLIT_MIN else 1
+    if parts == 1:
+        _refit_rows(*args, 0, 1, local_max, local_sq, out, offsets)
+    else:
+        jobs = [pool().submit(_refit_rows, *args, first, parts, local_max, local_sq, out, offsets)
+                for first in range(1, parts)]
+        _refit_rows(*args, 0, parts, local_max, local_sq, out, offsets)
+        for job in jobs:
+            job.result()
+    return out if values else (local_max, local_sq)

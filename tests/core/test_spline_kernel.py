@@ -142,3 +142,91 @@ def test_a_lane_outside_the_problem_is_refused():
     knots, n_ctrl = pad_knot_vectors([np.array([0.5])], 3, 1)
     with pytest.raises(IndexError, match="lane"):
         spline_kernel.score_candidates(knots, n_ctrl, tau, data, np.array([1]), None, data, 3, LSQ_RIDGE)
+
+
+def _replacement_case(rng, degree, multiplicity, shared_columns):
+    """A problem (per-curve lanes, or one PCA lane of ``shared_columns`` columns), each lane's current
+    fit on uneven knots, and candidate removals and moves of every lane."""
+    from anim_signals.splines.tolerance import fit_lanes
+
+    n = 300
+    tau = np.sort(np.concatenate([[0.0, 1.0], rng.uniform(0, 1, n - 2)]))
+    if shared_columns:
+        sources = np.column_stack([np.sin(7 * tau), np.cos(19 * tau**2), tau**3])
+        target = 30 * sources @ rng.normal(size=(3, shared_columns)) + 0.05 * rng.normal(size=(n, shared_columns))
+        problem = knot_search.KnotProblem.build(tau, target, degree, multiplicity, 1.0)
+    else:
+        target = np.column_stack([np.sin(9 * tau + c) * (c + 1) + 0.02 * rng.normal(size=n) for c in range(4)])
+        problem = knot_search.KnotProblem.lanes(tau, target / 0.05, degree, multiplicity)
+    internal = [np.sort(rng.uniform(0.02, 0.98, rng.integers(6, 18))) for _ in range(problem.n_lanes)]
+    fits = fit_lanes(problem, internal, range(problem.n_lanes))
+    lanes, first, stop, moved, n_moved = [], [], [], [], []
+    for lane, u in enumerate(internal):
+        for i in range(u.size):  # every removal
+            lanes.append(lane), first.append(i), stop.append(i + 1), moved.append([0.0, 0.0]), n_moved.append(0)
+        for i in range(0, u.size - 2, 3):  # moves of two knots to two others between their neighbours
+            lo = u[i - 1] if i > 0 else 0.0
+            hi = u[i + 2] if i + 2 < u.size else 1.0
+            lanes.append(lane), first.append(i), stop.append(i + 2), n_moved.append(2)
+            moved.append(list(lo + (hi - lo) * np.sort(rng.uniform(0.05, 0.95, 2))))
+    return problem, fits, tuple(np.array(a) for a in (lanes, first, stop, moved, n_moved))
+
+
+@pytest.mark.parametrize("degree, multiplicity, shared_columns", [
+    (3, 1, 0), (3, 2, 0), (2, 1, 0), (2, 2, 0), (1, 1, 0),
+    (3, 1, 4),  # PCA rows of at most COMPILED_BASIS_MAX values: errors in the kernel
+    (3, 2, 12),  # bigger rows: the kernel's values through numpy's matrix product
+])
+def test_local_refits_equal_the_numpy_ones(monkeypatch, degree, multiplicity, shared_columns):
+    from anim_signals.splines import local
+
+    if segment_fit.kernel_location() != "process":
+        pytest.skip("the segment test does not run compiled in this process: neither do the local refits")
+    rng = np.random.default_rng(degree * 100 + multiplicity * 10 + shared_columns)
+    problem, fits, (lanes, first, stop, moved, n_moved) = _replacement_case(rng, degree, multiplicity, shared_columns)
+    if shared_columns:
+        big = problem.basis.size > knot_search.COMPILED_BASIS_MAX
+        assert big == (shared_columns == 12), problem.basis.shape  # both compiled paths are exercised
+    args = (fits, problem.tau, problem.latent, problem.target, problem.basis, degree, multiplicity, lanes, first, stop,
+            moved, n_moved)
+    calls = []
+    real = spline_kernel.local_refits
+    monkeypatch.setattr(spline_kernel, "local_refits", lambda *a, **k: calls.append(1) or real(*a, **k))
+    compiled = local.score_replacements(*args, margin=2)
+    assert calls and not knot_search._SCORER_FAILURE, knot_search._SCORER_FAILURE
+    monkeypatch.setattr(local, "compiled_spline_kernel", lambda: None)
+    reference = local.score_replacements(*args, margin=2)
+    assert lanes.size >= 8 and (n_moved > 0).any()
+    for name in ("max_error", "rms", "changed", "depends"):
+        np.testing.assert_allclose(getattr(compiled, name), getattr(reference, name), rtol=1e-9, atol=1e-12,
+                                   err_msg=name)
+
+
+def test_local_refits_split_over_threads_equal_one_by_one(monkeypatch):
+    from anim_signals.splines import local
+
+    monkeypatch.setattr(spline_kernel, "THREADS", 2)
+    monkeypatch.setattr(spline_kernel, "_SPLIT_MIN", 1)  # split even these few pairs
+    rng = np.random.default_rng(21)
+    problem, fits, (lanes, first, stop, _, _) = _replacement_case(rng, 3, 1, 0)
+    geo = local._geometry(fits, problem.tau, 3, 1, lanes, first, stop, np.zeros((lanes.size, 0)),
+                          np.zeros(lanes.size, dtype=int), 2)
+    fields = (geo.sub_knots, geo.n_sub, geo.free_lo, geo.n_free, geo.fixed, geo.s0, geo.s1)
+    rest = (problem.tau, problem.latent, lanes, None, problem.target, 3, LSQ_RIDGE)
+    together = spline_kernel.local_refits(*fields, *rest)
+    for s in (0, 5, lanes.size - 1):
+        alone = spline_kernel.local_refits(*(f[s:s + 1] for f in fields), problem.tau, problem.latent,
+                                           lanes[s:s + 1], None, problem.target, 3, LSQ_RIDGE)
+        assert (together[0][s], together[1][s]) == (alone[0][0], alone[1][0])
+    # the values form: the same refits, their values laid end to end
+    fitted = spline_kernel.local_refits(*fields, *rest, values=True)
+    assert fitted.shape == (int((geo.s1 - geo.s0).sum()), 1)
+    sample = np.concatenate([np.arange(a, b) for a, b in zip(geo.s0, geo.s1, strict=True)])
+    lane_of = np.repeat(lanes, geo.s1 - geo.s0)
+    err = np.abs(fitted[:, 0] - problem.target[lane_of, sample, 0])
+    ends = np.cumsum(geo.s1 - geo.s0)
+    np.testing.assert_allclose([err[e - c:e].max() for e, c in zip(ends, geo.s1 - geo.s0, strict=True)],
+                               together[0], rtol=1e-12)
+    with pytest.raises(IndexError, match="lane"):
+        spline_kernel.local_refits(*fields, problem.tau, problem.latent, lanes + 10, None, problem.target, 3,
+                                   LSQ_RIDGE)
