@@ -13,6 +13,7 @@ vectors in one vectorised least-squares call; on it:
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 import warnings
@@ -118,6 +119,35 @@ def _compiled_scorer():
     """:func:`.spline_kernel.score_candidates` where it runs (:func:`compiled_spline_kernel`), else None."""
     kernel = compiled_spline_kernel()
     return None if kernel is None else kernel.score_candidates
+
+
+def _cma_options(population: int | None, max_iterations: int) -> dict:
+    """The options of every CMA-ES run (pycma's names), seed and ``tolx`` aside."""
+    opts = {
+        "verbose": -9,
+        "maxiter": max_iterations,
+        "tolfun": CMA_TOLFUN,
+        # no log files, and an absolute prefix: pycma's logger resolves it with
+        # abspath(), which fails when the working directory no longer exists
+        "verb_log": 0,
+        "verb_filenameprefix": os.path.join(tempfile.gettempdir(), "anim_signals_cma_"),
+    }
+    if population:
+        opts["popsize"] = population
+    return opts
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluated_options(dimension: int, population: int | None, max_iterations: int) -> dict:
+    """:func:`_cma_options` with every pycma default filled in and evaluated for this dimension.
+
+    pycma's defaults are expressions (``'4 + 3 * np.log(N)'``, ...) that its constructor parses and
+    evaluates each time: half of a constructor's 6 ms, paid by every one of a tolerance search's
+    many small runs. They depend on the dimension and the options, not on the start point, step or
+    seed, so they are evaluated once per dimension and passed whole; a run started so is the same
+    run (``tests/core/test_fit.py``)."""
+    probe = cma.CMAEvolutionStrategy(np.full(dimension, 0.5), 0.1, _cma_options(population, max_iterations))
+    return dict(probe.opts)
 
 
 def _objective(max_error: np.ndarray, rms: np.ndarray, objective: str) -> np.ndarray:
@@ -271,19 +301,9 @@ class KnotProblem:
     ) -> cma.CMAEvolutionStrategy:
         z0 = self.knots_to_increments(init, *bounds)
         sigma0 = CMA_SIGMA0_FRACTION * float(np.mean(z0))
-        opts = {
-            "seed": int(seed) % CMA_SEED_MODULUS + 1,
-            "verbose": -9,
-            "maxiter": max_iterations,
-            "tolfun": CMA_TOLFUN,
-            "tolx": CMA_TOLX_FRACTION * sigma0,
-            # no log files, and an absolute prefix: pycma's logger resolves it with
-            # abspath(), which fails when the working directory no longer exists
-            "verb_log": 0,
-            "verb_filenameprefix": os.path.join(tempfile.gettempdir(), "anim_signals_cma_"),
-        }
-        if population:
-            opts["popsize"] = int(population)
+        opts = dict(_evaluated_options(z0.size, int(population) if population else None, max_iterations))
+        opts["seed"] = int(seed) % CMA_SEED_MODULUS + 1
+        opts["tolx"] = CMA_TOLX_FRACTION * sigma0
         return cma.CMAEvolutionStrategy(z0, sigma0, opts)
 
     def _candidates(

@@ -343,3 +343,26 @@ def test_removal_work_does_not_grow_with_the_clip():
     # (scoring each round's shortlist on the whole clip took ~800 rows at both lengths)
     assert max(whole_clip_rows) <= 150
     assert whole_clip_rows[1] <= whole_clip_rows[0] + 40
+
+
+@pytest.mark.parametrize("dimension, population", [(2, None), (5, 100), (9, 12)])
+def test_cma_runs_from_the_evaluated_options_are_the_plain_runs(dimension, population):
+    # the knot searches pass pycma its options evaluated once per dimension: every sample, step and
+    # mean must be those of a run given the plain options (pycma evaluating its defaults itself)
+    import cma
+
+    from anim_signals.splines import knots
+
+    def trajectory(opts):
+        es = cma.CMAEvolutionStrategy(np.linspace(0.2, 0.8, dimension), 0.05, opts)
+        out = []
+        for _ in range(6):
+            asked = es.ask()
+            es.tell(asked, [float(np.sum((np.asarray(x) - 0.3) ** 2 * np.arange(1, dimension + 1))) for x in asked])
+            out.append(np.concatenate([np.ravel(asked), es.mean, [es.sigma]]))
+        return np.concatenate(out)
+
+    plain = {**knots._cma_options(population, 12), "seed": 7, "tolx": 1e-9}
+    evaluated = {**knots._evaluated_options(dimension, population, 12), "seed": 7, "tolx": 1e-9}
+    assert all(not isinstance(v, str) or k.startswith(("verb_", "signals")) for k, v in evaluated.items())
+    np.testing.assert_array_equal(trajectory(evaluated), trajectory(plain))
