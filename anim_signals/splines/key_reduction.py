@@ -19,10 +19,11 @@ EXACT, Editable Keys, a pose check and the numpy fallback keep the samples' valu
 Two searches over key positions:
 
 * ``FAST`` (the default): from each key, the longest feasible segment, its length found by
-  galloping from the channel's last segment length and bisecting; its end is the next key. With
-  FREE handles each channel's (or group's) whole search runs compiled
-  (:func:`.segment_kernel.search_channels`); Editable Keys, a pose check and the numpy fallback
-  step all channels together in Python (``_greedy``). The cost grows linearly with the clip. When a segment from a later start always reaches at least as far as one from an earlier
+  galloping from the channel's last segment length and bisecting; its end is the next key. Each
+  channel's (or group's) whole search runs compiled (:func:`.segment_kernel.search_channels`; Editable
+  Keys' in :mod:`.editable_kernel`, the same keys as the Python search); a pose check and the numpy
+  fallback step all channels together in Python (``_greedy``). The cost grows linearly with the
+  clip. When a segment from a later start always reaches at least as far as one from an earlier
   start, this greedy rule is optimal (a jump game); on mocap it keeps 1-3 % more keys than EXACT.
 * ``EXACT``: every pair of samples tested, then a shortest path (bbsolver's search); cubic in the
   clip's length, for short clips, benchmarks and tests.
@@ -329,7 +330,7 @@ def warm_up() -> str:
     values = np.column_stack([np.sin(frames / 5.0), np.cos(frames / 4.0), np.sin(frames / 3.0) ** 3])
     fewest_keys(values, frames, 0.01)  # the compiled search, each curve on its own
     fewest_keys(values, frames, 0.01, groups=[0, 0, 1])  # keys shared per group
-    fewest_keys(values, frames, 0.01, handles="EDITABLE")  # the stepped search's batches
+    fewest_keys(values, frames, 0.01, handles="EDITABLE")  # Editable Keys' compiled search
     fewest_keys(values, frames, 0.01, groups=[0, 0, 0], pose_check=lambda start, length, fitted: True)
     _warm_up_knot_scoring()
     return segment_fit.kernel_location()
@@ -570,18 +571,20 @@ def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
     return chosen
 
 
-def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, None, list[_Chosen] | None]:
-    """:func:`_greedy` with FREE handles, each unit's search (``labels``: the moving channels'
-    units, as ``_greedy``'s ``group_of``) run whole in compiled code (the same keys where keys stay
-    on their samples; :func:`.segment_fit.search_channels_of`), a share of the units per step for
-    progress; with fewer units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each
-    share's search also stops and goes on every stretch of frames. None when it cannot run (no
-    compiled kernel, or one that failed)."""
+def _compiled_search(frames, values, limit, moving, labels,
+                     editable: bool = False) -> Generator[float, None, list[_Chosen] | None]:
+    """:func:`_greedy`, each unit's search (``labels``: the moving channels' units, as ``_greedy``'s
+    ``group_of``) run whole in compiled code, a share of the units per step for progress; with fewer
+    units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each share's search also stops
+    and goes on every stretch of frames. FREE handles: the same keys where keys stay on their samples
+    (:func:`.segment_fit.search_channels_of`); ``editable``: the same keys and handles as ``_greedy``
+    (:mod:`.editable_kernel`). None when it cannot run (no compiled kernel, or one that failed)."""
     columns = np.ascontiguousarray(values.T)
     n_units = int(labels.max()) + 1
     share = max(4, -(-n_units // PROGRESS_STEPS))
     n_shares = -(-n_units // share)
     stretch = -(-frames.size // max(1, -(-PROGRESS_STEPS // n_shares)))
+    corners = (CORNER_GAIN, CORNER_MIN_SAMPLES) if editable else None
     chosen: list[_Chosen | None] = [None] * moving.size
     for s, first in enumerate(range(0, n_units, share)):
         units = np.arange(first, min(first + share, n_units))
@@ -590,13 +593,14 @@ def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, 
         part = moving[lanes]
         keys: list[list[int]] = [[] for _ in part]
         fits: list[list[list[float]]] = [[[] for _ in range(5)] for _ in part]
+        broken: list[list[bool]] = [[] for _ in part]
         start = None
         for stop_at in range(stretch, frames.size - 1 + stretch, stretch):
             found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES,
-                                                   FIRST_LENGTH, bounds, start, stop_at)
+                                                   FIRST_LENGTH, bounds, start, stop_at, corners)
             if found is None:
                 return None
-            counts, found_keys, found_fits = found
+            counts, found_keys, found_fits = found[:3]
             key_end = np.cumsum(counts)
             fit_end = key_end - np.arange(1, part.size + 1)
             for i, count in enumerate(counts):
@@ -604,21 +608,43 @@ def _compiled_search(frames, values, limit, moving, labels) -> Generator[float, 
                 keys[i] += k if start is None else k[1:]  # (a later stretch starts at the last key)
                 for r, row in enumerate(found_fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()):
                     fits[i][r] += row
+                if editable:
+                    flags = found[3][key_end[i] - count:key_end[i]].tolist()
+                    if start is None:
+                        broken[i] += flags
+                    else:  # the last key's flag is decided by the segment that starts there
+                        broken[i][-1:] = flags[:1]
+                        broken[i] += flags[1:]
             start = segment_fit.search_state(counts, found_keys, found_fits, bounds)
+            if editable:
+                start = (*start, _slopes_kept(frames, columns, part, keys, fits))
             yield 0.95 * (s + min(1.0, stop_at / max(frames.size - 1, 1))) / n_shares
         for i, (k, f) in enumerate(zip(keys, fits, strict=True)):
-            key_values = [float(values[0, part[i]])] + f[4]
-            chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * len(k), key_values)
+            if editable:
+                chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], broken[i])
+            else:
+                key_values = [float(values[0, part[i]])] + f[4]
+                chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * len(k), key_values)
     return [c for c in chosen if c is not None]
 
 
+def _slopes_kept(frames, columns, chan, keys: list[list[int]], fits: list[list[list[float]]]) -> np.ndarray:
+    """The slope each channel's last segment ends with, which Editable Keys' next segment keeps (as
+    :func:`_greedy` computes it; NaN before the first segment)."""
+    out = np.full(len(keys), np.nan)
+    for i, k in enumerate(keys):
+        if len(k) > 1:
+            end, before = k[-1], k[-2]
+            out[i] = (columns[chan[i], end] - fits[i][3][-1]) / (fits[i][1][-1] * (frames[end] - frames[before]))
+    return out
+
+
 def _search(frames, values, limit, moving, labels, editable: bool) -> Generator[float, None, list[_Chosen]]:
-    """The FAST search of the moving channels: compiled with FREE handles where it can run, else
-    stepped in Python (:func:`_greedy`)."""
-    if not editable:
-        compiled = yield from _compiled_search(frames, values, limit, moving, labels)
-        if compiled is not None:
-            return compiled
+    """The FAST search of the moving channels: compiled where it can run, else stepped in Python
+    (:func:`_greedy`)."""
+    compiled = yield from _compiled_search(frames, values, limit, moving, labels, editable)
+    if compiled is not None:
+        return compiled
     return (yield from _greedy(frames, values, limit, moving, editable, labels))
 
 

@@ -499,14 +499,16 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
 
 
 def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None,
-                       start=None, stop_at=None):
+                       start=None, stop_at=None, editable=None):
     """:func:`.key_reduction._greedy`'s search with FREE handles, run whole in compiled code
     (:func:`.segment_kernel.search_channels`, in this process or the worker): each channel its own
     keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit;
     ``start`` and ``stop_at`` go on from where a search stopped and stop at a sample
-    (:func:`search_state`).
+    (:func:`search_state`). With ``editable`` ``(corner_gain, corner_min_samples)``, Editable Keys'
+    search (keys on their samples, handles refined never; ``start`` with each channel's slope, and
+    a fourth array returned: the corner keys).
 
-    Keys may sit off their samples (:data:`FREE_KEY_VALUES`). Returns ``(counts, keys, fits)`` as
+    Keys may sit off their samples (:data:`FREE_KEY_VALUES`) in the FREE search. Returns ``(counts, keys, fits)`` as
     that function does (fits' fifth row each segment's end value), or None where the search must run in
     Python: no compiled kernel, a kernel without a whole search (a stand-in), or one that failed
     (then recorded, warned about once, and the numpy cascade runs from here on).
@@ -522,7 +524,8 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
     try:
         return search(frames, columns, np.asarray(chan, dtype=np.int64), np.asarray(limit, dtype=float),
                       HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE,
-                      REFINE_GATE if refine else 0.0, probes, first_length, FREE_KEY_VALUES, units, start, stop_at)
+                      REFINE_GATE if refine and editable is None else 0.0, probes, first_length,
+                      FREE_KEY_VALUES and editable is None, units, start, stop_at, editable)
     except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: the Python search on numpy runs instead
         KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
         warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "

@@ -693,7 +693,7 @@ def bezier_values(frames, y0, y1, alpha, beta, c1, c2) -> np.ndarray:
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values=False, units=None, start=None, stop_at=None):
+                    first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
     """:func:`.key_reduction._greedy`'s search (FREE handles) run whole in compiled code: channel
     ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
     table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
@@ -705,6 +705,11 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     ``stop_at``: each unit's
     search returns once a key reaches that sample (default: the end), for the caller to go on from
     there (:func:`.segment_fit.search_state`).
+
+    With ``editable`` ``(corner_gain, corner_min_samples)``, Editable Keys' search instead
+    (:func:`.editable_kernel.search_editable_unit`; keys on their samples, no refinement): ``start``
+    then also gives each channel's slope to keep (a fourth array, (k,)), and a fourth array is
+    returned, whether each key is a corner (aligned with ``keys``).
 
     The Python search steps all units together, one batch of segments per round: a long clip
     takes thousands of rounds of a few segments each, and their overhead and the second core left
@@ -727,6 +732,7 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     if bounds[0] != 0 or bounds[-1] != k or np.any(np.diff(bounds) <= 0):
         raise ValueError("units must be increasing offsets from 0 to the number of channels")
     n_units = bounds.size - 1
+    slopes = np.full(k, np.nan)
     if start is None:
         key0 = np.zeros(n_units, np.int64)
         last_fit = np.zeros((k, 5))
@@ -734,9 +740,16 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
         lengths = np.full(n_units, int(first_length), np.int64)
     else:
         key0, last_fit, lengths = (np.ascontiguousarray(a, dtype=t)
-                                   for a, t in zip(start, (np.int64, np.float64, np.int64)))
+                                   for a, t in zip(start[:3], (np.int64, np.float64, np.int64), strict=True))
         if key0.shape != (n_units,) or last_fit.shape != (k, 5) or lengths.shape != (n_units,):
             raise ValueError("start must give a key and a length per unit and a segment fit (5 values) per channel")
+        if editable is not None:
+            slopes = np.array(start[3], dtype=np.float64)
+            if slopes.shape != (k,):
+                raise ValueError("an editable search's start must give a slope per channel")
+    if editable is not None:
+        from .editable_kernel import search_editable_unit
+    broken = np.zeros((n_units, max(n, 1)), np.bool_)
     stop = n if stop_at is None else int(stop_at)
     unit_counts = np.zeros(n_units, np.int64)
     keys = np.zeros((n_units, max(n, 1)), np.int64)
@@ -746,10 +759,17 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     def work() -> None:
         while (j := next(handed_out)) < n_units:
             a, b = bounds[j], bounds[j + 1]
-            unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
-                                          int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                          int(lengths[j]), bool(free_values), int(key0[j]), last_fit[a:b], stop,
-                                          keys[j], fits[a:b])
+            if editable is None:
+                unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
+                                              int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
+                                              int(lengths[j]), bool(free_values), int(key0[j]), last_fit[a:b], stop,
+                                              keys[j], fits[a:b])
+            else:
+                unit_counts[j] = search_editable_unit(frames, columns, chan[a:b], limit[a:b], ab, table,
+                                                      bool(between), int(lawson_iterations), float(ridge),
+                                                      int(probes), int(lengths[j]), int(key0[j]), slopes[a:b],
+                                                      float(editable[0]), int(editable[1]), stop, keys[j], fits[a:b],
+                                                      broken[j])
 
     jobs = [_pool().submit(work) for _ in range(min(THREADS, n_units) - 1)]
     work()  # the calling thread takes a share too
@@ -761,4 +781,8 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
                  else np.zeros(0, np.int64))
     flat_fits = (np.concatenate([fits[i, :, :counts[i] - 1] for i in range(k)], axis=1) if k
                  else np.zeros((5, 0)))
-    return counts, flat_keys, flat_fits
+    if editable is None:
+        return counts, flat_keys, flat_fits
+    flat_broken = (np.concatenate([broken[unit_of[i], :counts[i]] for i in range(k)]) if k
+                   else np.zeros(0, np.bool_))
+    return counts, flat_keys, flat_fits, flat_broken

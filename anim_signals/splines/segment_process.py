@@ -209,7 +209,7 @@ class WorkerKernel:
         return answer
 
     def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
-               probes, first_length, free_values=False, units=None, start=None, stop_at=None):
+               probes, first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
         """:func:`.segment_kernel.search_channels` answered by the child."""
         with self._lock:
             process = self._running()
@@ -221,7 +221,8 @@ class WorkerKernel:
                                          int(first_length), bool(free_values),
                                          None if units is None else np.asarray(units, dtype=np.int64),
                                          None if start is None else tuple(np.asarray(a) for a in start),
-                                         None if stop_at is None else int(stop_at))))
+                                         None if stop_at is None else int(stop_at),
+                                         None if editable is None else (float(editable[0]), int(editable[1])))))
                 answer = _receive_answer(stdout, 0)
             except (OSError, EOFError) as exc:
                 self._stopped(process, exc)
@@ -326,9 +327,10 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
 
                 frames, columns, ab, table = clip
                 (chan, limit, between, lawson_iterations, ridge, gate, probes, first_length, free_values,
-                 units, start, stop_at) = payload
+                 units, start, stop_at, editable) = payload
                 _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
-                                              ridge, gate, probes, first_length, free_values, units, start, stop_at))
+                                              ridge, gate, probes, first_length, free_values, units, start, stop_at,
+                                              editable))
             elif op == "values":
                 from .segment_kernel import bezier_values
 

@@ -1,0 +1,164 @@
+"""Editable Keys' search compiled with numba: :func:`.key_reduction._greedy` with ``editable``, unit by unit.
+
+The Python search steps every unit of the clip together, one batch of segment tests per round: a
+1,500-frame clip takes over two thousand rounds, most of them a few segments of the busiest curves,
+and their overhead was most of Editable Keys' time. Here one unit's search runs from its first key
+to its last in machine code, with the same segment test (:func:`.segment_kernel._one_segment`), the
+same lengths tried in the same order and the same twin rule, so it keeps the same keys and handles
+(``tests/core/test_editable_kernel.py`` compares the two on generated and shared clips).
+
+A unit is a group of channels sharing their key frames (one channel when keys are not shared). It
+has two twins searched side by side, one trial each per round as the Python search steps them: the
+*aligned* twin, whose segments start with the slope the previous segment ended with (an ALIGNED key),
+and the *free* twin, whose first handle is free. The free twin's segment is taken, and the key
+marked a corner, only where it reaches ``CORNER_GAIN`` times as far and ``CORNER_MIN_SAMPLES``
+samples further; once it is known to fall short of that, its search ends early.
+
+Imported only where numba may load (:mod:`.segment_process`); :mod:`.segment_kernel` calls it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compiled import compile_lazily
+from .segment_kernel import _one_segment, _scratch
+
+__all__ = ["search_editable_unit"]
+
+
+def _slope_after(y_end, c2, beta, span):  # pragma: no cover - compiled
+    """The slope a segment ends with, as numpy divides (a zero denominator gives inf or NaN, not an error)."""
+    den = beta * span
+    num = y_end - c2
+    if den != 0.0:
+        return num / den
+    if num > 0.0:
+        return np.inf
+    if num < 0.0:
+        return -np.inf
+    return np.nan
+
+
+def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, probes,
+                         first_length, key0, slopes, corner_gain, corner_min_samples, stop_at, keys, fits,
+                         broken):  # pragma: no cover - compiled
+    """One unit's Editable Keys search from key ``key0``: channels ``chans`` (rows of ``columns``) share
+    their key frames, each within its ``lims``; ``slopes`` (k,) the slope each channel's previous segment
+    ended with (NaN at the first sample: no slope to keep; updated in place). Writes the keys (sample
+    indices) to ``keys``, each channel's segment fits (alpha, beta, c1, c2, end value) to
+    ``fits[i, :, s]`` and whether each key is a corner to ``broken``; returns the number of keys once a
+    key reaches ``stop_at`` or the last sample (from there a call with that key, the slopes and
+    ``max(last length, 2)`` as ``first_length`` goes on with the same keys)."""
+    k = chans.shape[0]
+    n = frames.shape[0]
+    size = 2 * n + 2
+    u, tgt, inv, b1, b2, b3, r0, weights, res = _scratch(size)
+    keys[0] = key0
+    broken[0] = False
+    count = 1
+    if key0 >= n - 1:
+        return count
+    key = key0
+    # per twin (0 aligned, 1 free): the search state of _greedy, and each channel's fit at ``lo``
+    lo = np.ones(2, np.int64)
+    hi = np.zeros(2, np.int64)
+    trial = np.empty(2, np.int64)
+    probing = np.zeros(2, np.bool_)
+    searching = np.ones(2, np.bool_)
+    probes_left = np.full(2, probes, np.int64)
+    best = np.zeros((2, k, 4))
+    trial_fit = np.zeros((k, 4))
+    guess = first_length
+    for t in range(2):
+        trial[t] = max(min(guess, n - 1 - key), 1)
+    while True:
+        for t in range(2):
+            if not searching[t]:
+                continue
+            ok = True
+            for i in range(k):
+                y = columns[chans[i]]
+                sl = slopes[i] if t == 0 else np.nan
+                o, _, va, vb, v1, v2, _, _ = _one_segment(frames, y, key, trial[t], lims[i], sl, ab, table, between,
+                                                          lawson_iterations, ridge, 0.0, np.nan, np.nan, y[key],
+                                                          False, u, tgt, inv, b1, b2, b3, r0, weights, res)
+                if not o:
+                    ok = False
+                    break
+                trial_fit[i, 0] = va
+                trial_fit[i, 1] = vb
+                trial_fit[i, 2] = v1
+                trial_fit[i, 3] = v2
+            probe = probing[t]
+            if ok:
+                lo[t] = trial[t]
+                best[t, :, :] = trial_fit
+                if probe:
+                    hi[t] = 0  # a longer segment past an infeasible one: keep growing from it
+            elif not probe:
+                hi[t] = trial[t]
+            probing[t] = False
+            room = n - 1 - key
+            settled = lo[t] == room or (hi[t] > 0 and hi[t] - lo[t] <= 1) or (probe and not ok)
+            ask = settled and not probe and lo[t] < room and probes_left[t] > 0
+            if ask:
+                probes_left[t] -= 1
+                probing[t] = True
+                trial[t] = min(room, 2 * hi[t] + 2)
+            if settled and not ask:
+                searching[t] = False
+        # the free twin matters only at a corner: once it fails short of CORNER_GAIN times the
+        # aligned twin's length, its search ends (the first key takes it whatever its length)
+        if (searching[1] and np.isfinite(slopes[0]) and hi[1] > 0
+                and (hi[1] <= corner_gain * lo[0] or hi[1] < lo[0] + corner_min_samples)):
+            searching[1] = False
+            probing[1] = False
+        if not searching[0] and not searching[1]:
+            first = not np.isfinite(slopes[0])
+            corner = (not first and lo[1] >= corner_gain * lo[0] and lo[1] >= lo[0] + corner_min_samples)
+            taken = 1 if (corner or first) else 0
+            length = lo[taken]
+            start = key
+            end = start + length
+            for i in range(k):
+                y = columns[chans[i]]
+                if length == 1:  # never tested (one step always passes): fit it now
+                    sl = slopes[i] if taken == 0 else np.nan
+                    _, _, va, vb, v1, v2, _, _ = _one_segment(frames, y, start, 1, lims[i], sl, ab, table, between,
+                                                              lawson_iterations, ridge, 0.0, np.nan, np.nan, y[start],
+                                                              False, u, tgt, inv, b1, b2, b3, r0, weights, res)
+                    best[taken, i, 0] = va
+                    best[taken, i, 1] = vb
+                    best[taken, i, 2] = v1
+                    best[taken, i, 3] = v2
+                for r in range(4):
+                    fits[i, r, count - 1] = best[taken, i, r]
+                fits[i, 4, count - 1] = y[end]
+                slopes[i] = _slope_after(y[end], best[taken, i, 3], best[taken, i, 1], frames[end] - frames[start])
+            broken[count - 1] = corner
+            keys[count] = end
+            broken[count] = False
+            count += 1
+            key = end
+            if key >= n - 1 or key >= stop_at:
+                return count
+            guess = max(length, 2)
+            for t in range(2):
+                lo[t] = 1
+                hi[t] = 0
+                probes_left[t] = probes
+                searching[t] = True
+        for t in range(2):
+            if searching[t] and not probing[t]:
+                room = n - 1 - key
+                if lo[t] == 1 and hi[t] == 0:
+                    nxt = min(guess, room)
+                elif hi[t] == 0:
+                    nxt = min(lo[t] * 2, room)
+                else:
+                    nxt = (lo[t] + hi[t]) // 2
+                trial[t] = max(nxt, 1)
+
+
+compile_lazily(globals(), ("_slope_after", "search_editable_unit"))

@@ -1,0 +1,119 @@
+"""Editable Keys' compiled search (anim_signals.splines.editable_kernel) against the Python search it
+replaces (key_reduction._greedy with editable twins): the same keys, handles and corners."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="numba is not installed: Editable Keys runs the Python search (tested elsewhere)")
+
+from anim_signals.splines import key_reduction as fk  # noqa: E402
+from anim_signals.splines import segment_fit  # noqa: E402
+
+MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mocap"
+
+
+def corner_clip(seed, n=300, m=8):
+    """Smooth motion with steps, kinks and noise: corners for the free twin, eases for the probes."""
+    rng = np.random.default_rng(seed)
+    frames = np.arange(n, dtype=float)
+    t = frames[:, None] / n
+    values = (np.sin(2 * np.pi * t * rng.uniform(0.5, 5, m) + rng.uniform(0, 6, m)) * rng.uniform(0.3, 3, m)
+              + 0.01 * np.cumsum(rng.normal(size=(n, m)), axis=0))
+    values[n // 3:, 0] += 1.2  # a step
+    values[:, 1] = np.abs(frames - n / 2) / 40.0  # a kink
+    values[:, 2] = np.where(frames % 90 < 45, frames % 90, 90 - frames % 90) / 30.0  # a zigzag: corners
+    values[:, 3] = 0.4  # constant: one key
+    values[:, 4] += rng.normal(0.0, 0.015, n)  # noise above the tolerance: one- and two-sample segments
+    values[:, 5] = np.abs((frames % 8) - 4.0) * 0.5  # a fast zigzag: a corner every 4 samples
+    return frames, values
+
+
+def python_search(monkeypatch):
+    """Make the compiled search unavailable: Editable Keys then steps _greedy in Python."""
+    def unavailable(*args, **kwargs):
+        return None
+        yield  # a generator, as the real one
+    monkeypatch.setattr(fk, "_compiled_search", unavailable)
+
+
+def assert_same_curves(a, b):
+    assert len(a.curves) == len(b.curves)
+    for j, (x, y) in enumerate(zip(a.curves, b.curves, strict=True)):
+        for name in ("co", "handle_left", "handle_right", "handle_type"):
+            np.testing.assert_array_equal(getattr(x, name), getattr(y, name), err_msg=f"channel {j} {name}")
+    assert a.corners == b.corners
+    np.testing.assert_array_equal(a.max_abs_error, b.max_abs_error)
+    assert a.repaired_segments == b.repaired_segments
+
+
+def searches(monkeypatch):
+    """Record every compiled search call (to know the compiled path ran)."""
+    calls = []
+    original = segment_fit.search_channels_of
+    monkeypatch.setattr(segment_fit, "search_channels_of",
+                        lambda *a, **k: calls.append(a[-1] if len(a) > 10 else k.get("editable")) or original(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("shared", [False, True])
+def test_compiled_editable_search_keeps_the_python_keys(monkeypatch, seed, shared):
+    if not segment_fit.compiled_kernel():
+        pytest.skip("no compiled segment test here")
+    frames, values = corner_clip(seed)
+    tol = np.full(values.shape[1], 0.01)
+    groups = np.arange(values.shape[1]) // 3 if shared else None
+    with monkeypatch.context() as patch:
+        python_search(patch)
+        want = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
+    calls = searches(monkeypatch)
+    got = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
+    assert calls and all(c == (fk.CORNER_GAIN, fk.CORNER_MIN_SAMPLES) for c in calls)
+    assert_same_curves(got, want)
+    assert got.within_tolerance
+    assert want.corners > 0  # the free twin won somewhere: the corner rule ran
+
+
+def test_a_search_stopped_and_resumed_keeps_the_same_keys(monkeypatch):
+    # many progress steps: each unit's search stops every few frames and goes on from the state it
+    # stopped in (the last key, its segments' fits and the slopes the next segments keep)
+    if not segment_fit.compiled_kernel():
+        pytest.skip("no compiled segment test here")
+    frames, values = corner_clip(7, n=400)
+    values = values[:, :5]  # (the zigzag leaves one shared unit no corner)
+    tol = np.full(values.shape[1], 0.01)
+    groups = np.zeros(values.shape[1], dtype=int)  # one unit: stretches of frames
+    whole = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
+    per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
+    monkeypatch.setattr(fk, "PROGRESS_STEPS", 40)
+    calls = searches(monkeypatch)
+    stepped = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
+    assert len(calls) >= 20
+    assert_same_curves(stepped, whole)
+    assert stepped.corners > 0
+    stepped_per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
+    assert_same_curves(stepped_per_curve, per_curve)
+
+
+@pytest.mark.skipif(not (MOCAP / "cmu_iclone_02_01_walk.bvh").exists(),
+                    reason="../shared/data/mocap is not here (a shared clip: its README)")
+def test_a_captured_walk_keeps_the_python_keys(monkeypatch):
+    if not segment_fit.compiled_kernel():
+        pytest.skip("no compiled segment test here")
+    from anim_signals.spatialkeys.bvh import read_bvh
+
+    clip = read_bvh(MOCAP / "cmu_iclone_02_01_walk.bvh")
+    n = clip.quaternions.shape[0]
+    values = np.column_stack([clip.root_positions, clip.quaternions.reshape(n, -1)[:, :80]])
+    frames = np.arange(n, dtype=float)
+    tol = np.r_[np.full(3, 0.05), np.full(values.shape[1] - 3, 0.002)]
+    with monkeypatch.context() as patch:
+        python_search(patch)
+        want = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
+    got = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
+    assert_same_curves(got, want)
+    assert got.corners > 0
