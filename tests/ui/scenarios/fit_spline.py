@@ -135,11 +135,56 @@ def run(area) -> Iterator[Wait]:
           where == "worker", f"{where}; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
     screenshot("fit_spline_done")
 
+    # Editable Keys: its search runs whole in the worker too (one request per share of the curves)
+    biped5 = demo_biped("UI_Biped_Editable")
+    make_active(biped5)
+    before5 = key_count(biped5)
+    kernel = segment_fit._kernel() if segment_fit is not None else None
+    asked: list = []
+    settings.mode = "EDITABLE"
+    try:
+        if kernel is not None and hasattr(kernel, "search"):
+            original_search = kernel.search
+            kernel.search = lambda *a, **k: asked.append(a[16] if len(a) > 16 else k.get("editable")) \
+                or original_search(*a, **k)
+        found5: dict = {}
+        yield from scan_buttons(sidebar, found5, stop_at=f"bpy.ops.{FIT}(")
+        xy5 = button_of(found5, FIT, mode="EDITABLE")
+        if check("the Fit Spline button passes mode Editable Keys", xy5 is not None,
+                 next((c for c in found5 if FIT in c), "")):
+            shown5 = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped5.name)
+            try:
+                click_button(sidebar, xy5)
+                yield Wait("Fit Spline (Editable Keys) finished", lambda: last.valid
+                           and last.object_name == biped5.name and not modal_running(FIT), 300.0)
+                yield Wait("the panel redrawn with the Editable Keys result", lambda: any(shown5.seen), 10.0,
+                           required=False)
+            finally:
+                shown5.close()
+    finally:
+        settings.mode = "FEWEST"
+        if kernel is not None and "search" in vars(kernel):
+            del kernel.search
+    after5 = key_count(biped5)
+    keys5 = [k for fc in biped5.animation_data.action.fcurves if len(fc.keyframe_points) > 1
+             for k in list(fc.keyframe_points)[1:-1]]
+    aligned5 = sum(k.handle_left_type == k.handle_right_type == "ALIGNED" for k in keys5)
+    check("Editable Keys reduces the keys", 0 < after5 < before5 and last.object_name == biped5.name
+          and last.mode_used == "EDITABLE", f"{before5} -> {after5} keys ({last.mode_used})")
+    check("Editable Keys: ALIGNED handles but at the few corners it reports",
+          aligned5 >= 0.9 * len(keys5) and last.broken_keys == len(keys5) - aligned5,
+          f"{aligned5} of {len(keys5)} inner keys aligned, {last.broken_keys} broken reported")
+    check("Editable Keys: the whole search ran in the worker process",
+          bool(asked) and all(a is not None for a in asked) and not getattr(segment_fit, "KERNEL_FAILURE", ["?"]),
+          f"{len(asked)} searches; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
+    screenshot("fit_spline_editable_done")
+
     biped2 = demo_biped("UI_Biped_Esc")
     make_active(biped2)
     before2 = key_count(biped2)
     action2 = biped2.animation_data.action
     actions_before = set(bpy.data.actions.keys())
+    last_before = last.object_name
     # Fewest Keys fits the biped in about half a second, too fast to be caught: Esc is tried on a
     # spline mode (seconds), which the button passes from the sidebar the same way.
     settings.mode = "AUTO"
@@ -151,7 +196,8 @@ def run(area) -> Iterator[Wait]:
           and biped2.animation_data.action == action2, f"{before2} -> {key_count(biped2)} keys")
     check("Esc cancels the fit: no action added", set(bpy.data.actions.keys()) == actions_before,
           f"new: {sorted(set(bpy.data.actions.keys()) - actions_before)}")
-    check("Esc cancels the fit: last fit still the first run", last.object_name == biped.name)
+    check("Esc cancels the fit: the last fit shown is still the one before", last.object_name == last_before,
+          f"{last_before} -> {last.object_name}")
 
     # A fit clicked while the startup warm-up still compiles (as it is here, pretended) waits for it
     # on the modal timer, the window live and nothing written, and runs once the warm-up is done.
