@@ -64,39 +64,7 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
                 band[row, d] += vr * values[j, r + d]
             for c in range(dims):
                 rhs[row, c] += vr * latent[j, c]
-    # the relative ridge of lsq_batch: the mean diagonal times ridge, on every diagonal entry
-    diagonal = 0.0
-    for i in range(k):
-        diagonal += band[i, 0]
-    shift = ridge * max(diagonal / k, 1e-300)
-    for i in range(k):
-        band[i, 0] += shift
-    # banded Cholesky in place: band[i, d] becomes L[i + d, i] (band[i, 0] the diagonal)
-    for i in range(k):
-        total = band[i, 0]
-        for m in range(max(0, i - p), i):
-            lim = band[m, i - m]
-            total -= lim * lim
-        root = np.sqrt(total)
-        band[i, 0] = root
-        for d in range(1, min(p, k - 1 - i) + 1):
-            row = i + d
-            total = band[i, d]
-            for m in range(max(0, row - p), i):
-                total -= band[m, row - m] * band[m, i - m]
-            band[i, d] = total / root
-    # L y = rhs, then L^T c = y (in place in rhs)
-    for c in range(dims):
-        for i in range(k):
-            total = rhs[i, c]
-            for m in range(max(0, i - p), i):
-                total -= band[m, i - m] * rhs[m, c]
-            rhs[i, c] = total / band[i, 0]
-        for i in range(k - 1, -1, -1):
-            total = rhs[i, c]
-            for m in range(i + 1, min(k, i + p + 1)):
-                total -= band[i, m - i] * rhs[m, c]
-            rhs[i, c] = total / band[i, 0]
+    _solve_banded(band, rhs, k, p, dims, ridge, -np.inf)
     # residuals: the spline at each sample (through the basis rows, if any) minus the target
     worst = 0.0
     squares = 0.0
@@ -129,6 +97,43 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
         if sample_worst > worst:
             worst = sample_worst
     return worst, np.sqrt(squares / n)
+
+
+def _solve_banded(band, rhs, k, p, dims, ridge, floor):  # pragma: no cover - compiled
+    """Solve the k banded normal equations (half-bandwidth p, ``band[i, d]`` = A[i, i + d]) for ``dims``
+    right-hand sides, in place: ``lsq_batch``'s relative ridge (the mean diagonal times ``ridge`` on every
+    diagonal entry), a Cholesky factorisation in ``band`` (``band[i, d]`` becomes L[i + d, i], with each
+    pivot at least ``floor``), then L y = rhs and L^T c = y in ``rhs``."""
+    diagonal = 0.0
+    for i in range(k):
+        diagonal += band[i, 0]
+    shift = ridge * max(diagonal / k, 1e-300)
+    for i in range(k):
+        band[i, 0] += shift
+    for i in range(k):
+        total = band[i, 0]
+        for m in range(max(0, i - p), i):
+            lim = band[m, i - m]
+            total -= lim * lim
+        root = np.sqrt(max(total, floor))
+        band[i, 0] = root
+        for d in range(1, min(p, k - 1 - i) + 1):
+            row = i + d
+            total = band[i, d]
+            for m in range(max(0, row - p), i):
+                total -= band[m, row - m] * band[m, i - m]
+            band[i, d] = total / root
+    for c in range(dims):
+        for i in range(k):
+            total = rhs[i, c]
+            for m in range(max(0, i - p), i):
+                total -= band[m, i - m] * rhs[m, c]
+            rhs[i, c] = total / band[i, 0]
+        for i in range(k - 1, -1, -1):
+            total = rhs[i, c]
+            for m in range(i + 1, min(k, i + p + 1)):
+                total -= band[i, m - i] * rhs[m, c]
+            rhs[i, c] = total / band[i, 0]
 
 
 def _inverses(knots, span, p, inverse):  # pragma: no cover - compiled
@@ -256,36 +261,7 @@ def _refit_one(knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, basis,
             for c in range(dims):
                 rhs[row, c] += vr * kept[j, c]
     if n_free > 0:
-        diagonal = 0.0
-        for i in range(n_free):
-            diagonal += band[i, 0]
-        shift = ridge * max(diagonal / n_free, 1e-300)
-        for i in range(n_free):
-            band[i, 0] += shift
-        for i in range(n_free):
-            total = band[i, 0]
-            for m in range(max(0, i - p), i):
-                lim = band[m, i - m]
-                total -= lim * lim
-            root = np.sqrt(max(total, 1e-300))
-            band[i, 0] = root
-            for d in range(1, min(p, n_free - 1 - i) + 1):
-                row = i + d
-                total = band[i, d]
-                for m in range(max(0, row - p), i):
-                    total -= band[m, row - m] * band[m, i - m]
-                band[i, d] = total / root
-        for c in range(dims):
-            for i in range(n_free):
-                total = rhs[i, c]
-                for m in range(max(0, i - p), i):
-                    total -= band[m, i - m] * rhs[m, c]
-                rhs[i, c] = total / band[i, 0]
-            for i in range(n_free - 1, -1, -1):
-                total = rhs[i, c]
-                for m in range(i + 1, min(n_free, i + p + 1)):
-                    total -= band[i, m - i] * rhs[m, c]
-                rhs[i, c] = total / band[i, 0]
+        _solve_banded(band, rhs, n_free, p, dims, ridge, 1e-300)
     worst = 0.0
     squares = 0.0
     span = p
@@ -409,8 +385,8 @@ def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, o
     return n_int + take
 
 
-compile_lazily(globals(), ("_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows", "_refit_one",
-                           "_refit_rows", "_split_spans"))
+compile_lazily(globals(), ("_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows",
+                           "_refit_one", "_refit_rows", "_split_spans"))
 
 
 def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):
