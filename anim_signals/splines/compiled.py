@@ -8,6 +8,7 @@ Importing this module imports numba: only the kernels do, and only where numba m
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import tempfile
 import threading
@@ -32,15 +33,24 @@ def pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix="anim_signals_segments")
 
 
-def cache_dir(module: str) -> str:
+def cache_dir(module: str, depends: Iterable[str] = ()) -> str:
     """Where numba keeps the compiled functions of ``module``: one folder per name it was imported under.
 
     numba's cache records the module's import name, and the same source is imported as
     ``anim_signals`` (scripts, tests, pipelines) and as ``bl_ext.<repository>.anim_signals...`` (in
     Blender): a cache written under one name cannot be loaded under the other. Beside the source when
     writable, else in the temporary folder; "" (numba's own choice) when neither is.
+
+    numba checks a cached function against its own file's modification time only, not against the
+    files of the compiled functions it calls: a module calling into another (``depends``, file names
+    beside this one) gets a folder per content of those files, so a change there is compiled anew.
     """
     tag = module.replace(".", "_")
+    if depends:
+        digest = hashlib.sha1()
+        for name in depends:
+            digest.update((Path(__file__).resolve().parent / name).read_bytes())
+        tag += "-" + digest.hexdigest()[:12]
     for base in (Path(__file__).resolve().parent / "__pycache__", Path(tempfile.gettempdir()) / "anim_signals_numba"):
         folder = base / f"numba-{tag}"
         try:
@@ -58,12 +68,13 @@ def cache_dir(module: str) -> str:
 _CACHE_DIR_LOCK = threading.Lock()
 
 
-def compile_lazily(namespace: dict, names: Iterable[str]) -> None:
+def compile_lazily(namespace: dict, names: Iterable[str], depends: Iterable[str] = ()) -> None:
     """Make the functions ``names`` of a module's ``namespace`` (its globals) numba dispatchers:
-    compiled at first call, without the GIL, cached on disk (:func:`cache_dir`)."""
+    compiled at first call, without the GIL, cached on disk (:func:`cache_dir`; ``depends``: the
+    files of other modules whose compiled functions these call)."""
     with _CACHE_DIR_LOCK:
         previous = numba_config.CACHE_DIR
-        numba_config.CACHE_DIR = cache_dir(namespace["__name__"]) or previous
+        numba_config.CACHE_DIR = cache_dir(namespace["__name__"], tuple(depends)) or previous
         try:
             for name in names:
                 namespace[name] = njit(cache=True, nogil=True)(namespace[name])

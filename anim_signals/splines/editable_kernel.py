@@ -5,7 +5,7 @@ The Python search steps every unit of the clip together, one batch of segment te
 and their overhead was most of Editable Keys' time. Here one unit's search runs from its first key
 to its last in machine code, with the same segment test (:func:`.segment_kernel._one_segment`), the
 same lengths tried in the same order and the same twin rule, so it keeps the same keys and handles
-(``tests/core/test_editable_kernel.py`` compares the two on generated and shared clips).
+(``tests/core/test_editable_kernel.py`` compares the two on generated clips and a captured walk).
 
 A unit is a group of channels sharing their key frames (one channel when keys are not shared). It
 has two twins searched side by side, one trial each per round as the Python search steps them: the
@@ -14,7 +14,8 @@ and the *free* twin, whose first handle is free. The free twin's segment is take
 marked a corner, only where it reaches ``CORNER_GAIN`` times as far and ``CORNER_MIN_SAMPLES``
 samples further; once it is known to fall short of that, its search ends early.
 
-Imported only where numba may load (:mod:`.segment_process`); :mod:`.segment_kernel` calls it.
+Imported by :func:`.segment_kernel.search_channels` when it runs an Editable Keys search, in this
+process or in the segment worker (never where numba must not load: :mod:`.segment_process`).
 """
 
 from __future__ import annotations
@@ -161,4 +162,5 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
                 trial[t] = max(nxt, 1)
 
 
-compile_lazily(globals(), ("_slope_after", "search_editable_unit"))
+# (the segment test is compiled into these: their cache follows segment_kernel.py's content too)
+compile_lazily(globals(), ("_slope_after", "search_editable_unit"), depends=("segment_kernel.py",))

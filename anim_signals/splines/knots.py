@@ -13,6 +13,7 @@ vectors in one vectorised least-squares call; on it:
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import tempfile
@@ -301,7 +302,8 @@ class KnotProblem:
     ) -> cma.CMAEvolutionStrategy:
         z0 = self.knots_to_increments(init, *bounds)
         sigma0 = CMA_SIGMA0_FRACTION * float(np.mean(z0))
-        opts = dict(_evaluated_options(z0.size, int(population) if population else None, max_iterations))
+        # a deep copy: the cached options' lists are not shared by runs (pycma may change them in place)
+        opts = copy.deepcopy(_evaluated_options(z0.size, int(population) if population else None, max_iterations))
         opts["seed"] = int(seed) % CMA_SEED_MODULUS + 1
         opts["tolx"] = CMA_TOLX_FRACTION * sigma0
         return cma.CMAEvolutionStrategy(z0, sigma0, opts)

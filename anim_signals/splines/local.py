@@ -279,8 +279,7 @@ def _errors_through_basis(kernel, geo: _Geometry, idx: np.ndarray, tau: np.ndarr
     starts = np.concatenate([[0], np.cumsum(counts)])
     cand = np.repeat(np.arange(idx.size), counts)
     sample = geo.s0[idx][cand] + (np.arange(int(starts[-1])) - starts[:-1][cand])
-    data = target[0][sample] if target.shape[0] == 1 else target[lanes[idx][cand], sample]
-    return _reduce_pairs(fitted @ basis - data, counts)
+    return _reduce_pairs(fitted @ basis - target[0][sample], counts)  # (PCA rows: one lane, as _refit_chunk)
 
 
 def _local_refits(

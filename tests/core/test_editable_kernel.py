@@ -87,16 +87,17 @@ def test_a_search_stopped_and_resumed_keeps_the_same_keys(monkeypatch):
     values = values[:, :5]  # (the zigzag leaves one shared unit no corner)
     tol = np.full(values.shape[1], 0.01)
     groups = np.zeros(values.shape[1], dtype=int)  # one unit: stretches of frames
-    whole = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
-    per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
+    with monkeypatch.context() as patch:
+        python_search(patch)
+        want = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
+        want_per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
     monkeypatch.setattr(fk, "PROGRESS_STEPS", 40)
     calls = searches(monkeypatch)
     stepped = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
     assert len(calls) >= 20
-    assert_same_curves(stepped, whole)
+    assert_same_curves(stepped, want)
     assert stepped.corners > 0
-    stepped_per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
-    assert_same_curves(stepped_per_curve, per_curve)
+    assert_same_curves(fk.fewest_keys(values, frames, tol, handles="EDITABLE"), want_per_curve)
 
 
 @pytest.mark.skipif(not (MOCAP / "cmu_iclone_02_01_walk.bvh").exists(),
@@ -117,3 +118,21 @@ def test_a_captured_walk_keeps_the_python_keys(monkeypatch):
     got = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
     assert_same_curves(got, want)
     assert got.corners > 0
+
+
+def test_the_search_is_cached_per_content_of_the_segment_test():
+    # numba checks a cached function against its own file only: the editable search, which has the
+    # segment test compiled into it, is cached in a folder named after segment_kernel.py's content
+    import hashlib
+
+    from anim_signals.splines import compiled, editable_kernel
+
+    source = Path(compiled.__file__).with_name("segment_kernel.py").read_bytes()
+    folder = compiled.cache_dir(editable_kernel.__name__, ("segment_kernel.py",))
+    assert folder.endswith(hashlib.sha1(source).hexdigest()[:12])
+    assert folder != compiled.cache_dir(editable_kernel.__name__)
+    # where numba keeps it (a private attribute of its dispatcher: skip if numba moved it)
+    cache = getattr(getattr(editable_kernel.search_editable_unit, "_cache", None), "_cache_path", None)
+    if cache is None:
+        pytest.skip("this numba does not say where it caches")
+    assert str(cache).startswith(folder)

@@ -202,6 +202,32 @@ def test_local_refits_equal_the_numpy_ones(monkeypatch, degree, multiplicity, sh
                                    err_msg=name)
 
 
+def test_local_refits_without_freed_points_or_samples_equal_the_numpy_ones():
+    # refits that free no control point (the kept ones fit alone), that see no sample, and spans of
+    # zero width (a knot repeated): the kernel's and numpy's refits on the same geometry
+    from anim_signals.splines import local
+
+    rng = np.random.default_rng(17)
+    for degree in (1, 2, 3):
+        problem, fits, (lanes, first, stop, _, _) = _replacement_case(rng, degree, 2, 0)
+        geo = local._geometry(fits, problem.tau, degree, 2, lanes, first, stop, np.zeros((lanes.size, 0)),
+                              np.zeros(lanes.size, dtype=int), 2)
+        n_free = geo.n_free.copy()
+        n_free[::3] = 0
+        s1 = geo.s1.copy()
+        s1[1::5] = geo.s0[1::5]
+        geo = geo._replace(n_free=n_free, s1=s1)
+        assert np.any(np.diff(geo.sub_knots, axis=1) == 0.0)  # double knots: zero-width spans
+        idx = np.arange(lanes.size)
+        want = local._refit_chunk(geo, idx, problem.tau, problem.latent, problem.target, None, lanes, degree)
+        got = spline_kernel.local_refits(geo.sub_knots, geo.n_sub, geo.free_lo, geo.n_free, geo.fixed, geo.s0,
+                                         geo.s1, problem.tau, problem.latent, lanes, None, problem.target, degree,
+                                         local.LOCAL_RIDGE)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+        assert np.all(got[0][1::5] == 0.0)
+
+
 def test_local_refits_split_over_threads_equal_one_by_one(monkeypatch):
     from anim_signals.splines import local
 
