@@ -1,4 +1,4 @@
-"""Editable Keys' search compiled with numba: :func:`.key_reduction._greedy` with ``editable``, unit by unit.
+"""Editable Keys' search compiled with numba: :func:`.fast_search.greedy` with ``editable``, unit by unit.
 
 The Python search steps every unit of the clip together, one batch of segment tests per round: a
 1,500-frame clip takes over two thousand rounds, most of them a few segments of the busiest curves,
@@ -61,7 +61,7 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
     if key0 >= n - 1:
         return count
     key = key0
-    # per twin (0 aligned, 1 free): the search state of _greedy, and each channel's fit at ``lo``
+    # per twin (0 aligned, 1 free): the search state of fast_search.greedy, and each channel's fit at ``lo``
     lo = np.ones(2, np.int64)
     hi = np.zeros(2, np.int64)
     trial = np.empty(2, np.int64)
@@ -87,10 +87,7 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
                 if not o:
                     ok = False
                     break
-                trial_fit[i, 0] = va
-                trial_fit[i, 1] = vb
-                trial_fit[i, 2] = v1
-                trial_fit[i, 3] = v2
+                trial_fit[i, 0], trial_fit[i, 1], trial_fit[i, 2], trial_fit[i, 3] = va, vb, v1, v2
             probe = probing[t]
             if ok:
                 lo[t] = trial[t]
@@ -129,10 +126,7 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
                     _, _, va, vb, v1, v2, _, _ = _one_segment(frames, y, start, 1, lims[i], sl, ab, table, between,
                                                               lawson_iterations, ridge, 0.0, np.nan, np.nan, y[start],
                                                               False, u, tgt, inv, b1, b2, b3, r0, weights, res)
-                    best[taken, i, 0] = va
-                    best[taken, i, 1] = vb
-                    best[taken, i, 2] = v1
-                    best[taken, i, 3] = v2
+                    best[taken, i, 0], best[taken, i, 1], best[taken, i, 2], best[taken, i, 3] = va, vb, v1, v2
                 for r in range(4):
                     fits[i, r, count - 1] = best[taken, i, r]
                 fits[i, 4, count - 1] = y[end]

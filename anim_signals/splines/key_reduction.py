@@ -22,7 +22,7 @@ Two searches over key positions:
   galloping from the channel's last segment length and bisecting; its end is the next key. Each
   channel's (or group's) whole search runs compiled (:func:`.segment_kernel.search_channels`; Editable
   Keys' in :mod:`.editable_kernel`, the same keys as the Python search); a pose check and the numpy
-  fallback step all channels together in Python (``_greedy``). The cost grows linearly with the
+  fallback step all channels together in Python (:func:`.fast_search.greedy`). The cost grows linearly with the
   clip. When a segment from a later start always reaches at least as far as one from an earlier
   start, this greedy rule is optimal (a jump game); on mocap it keeps 1-3 % more keys than EXACT.
 * ``EXACT``: every pair of samples tested, then a shortest path (bbsolver's search); cubic in the
@@ -49,8 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import segment_fit
+from . import fast_search, segment_fit
 from .bspline import BezierCurve
+from .fast_search import Chosen
 from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
 from .stored_keys import as_stored, check_and_repair
 
@@ -62,22 +63,11 @@ HANDLES = ("FREE", "EDITABLE")
 # EXACT tests every pair of samples: about a minute for 105 frames x 96 curves on 2 cores, over
 # ten for 140 frames.
 EXACT_MAX_SAMPLES = 200
-# Editable handles: a key becomes a corner (FREE) where a free first handle reaches this many times
-# as far as the aligned one, and at least this many samples further.
-CORNER_GAIN = 3.0
-CORNER_MIN_SAMPLES = 4
 # Channels whose keys miss their tolerance once stored in float32 are searched again at most this
 # many times, their limit tightened by at most FLOAT32_TIGHTEN each time (then the final check keys
 # every sample of a segment that still misses).
 FLOAT32_RETRIES = 2
 FLOAT32_TIGHTEN = 0.9
-# The compiled search reports progress (and can be cancelled) about this many times: per share of
-# the units, or per stretch of frames when there are fewer units.
-PROGRESS_STEPS = 16
-# Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
-PROBES = 1
-# The length tried first from the first key (later keys start from the last segment's length).
-FIRST_LENGTH = 8
 # With a pose check, near-constant channels held at their single key may use at most this share of
 # what the check allows, at every sample: the check sees only the samples between keys, and at a key
 # the held channels alone make the error (the rest is for the moving channels between keys).
@@ -189,7 +179,7 @@ def iter_fewest_keys(
         constant = yield from _constants_the_check_allows(values, half_range, tol, constant, pose_check)
     moving = np.flatnonzero(~constant)
     limit = tol * ACCEPT_SHARE
-    chosen: list[_Chosen] = []
+    chosen: list[Chosen] = []
     if n > 1 and moving.size:
         if search == "EXACT":
             feasible = yield from _all_pairs(frames, values, limit, moving)
@@ -199,12 +189,12 @@ def iter_fewest_keys(
             labels = np.arange(moving.size) if groups is None else np.unique(groups[moving], return_inverse=True)[1]
             if pose_check is not None:
                 held = np.where(constant, 0.5 * (values.max(axis=0) + values.min(axis=0)), values)
-                chosen = yield from _greedy(frames, values, limit, moving, False, labels,
+                chosen = yield from fast_search.greedy(frames, values, limit, moving, False, labels,
                                             lambda a, length, found: pose_check(
                                                 a, length, _fitted_between(frames, values, held, moving, a, length,
                                                                            found)))
             else:
-                chosen = yield from _search(frames, values, limit, moving, labels, handles == "EDITABLE")
+                chosen = yield from fast_search.search(frames, values, limit, moving, labels, handles == "EDITABLE")
     yield 0.97
     editable = handles == "EDITABLE"
     curves = [_constant_curve(frames, values[:, c]) for c in range(m)]
@@ -255,8 +245,9 @@ def fewest_keys(
     handles : {'FREE', 'EDITABLE'}
         ``'FREE'``: every key's two handles independent (broken tangents; the fewest keys).
         ``'EDITABLE'``: ALIGNED handles, each segment starting with the slope the previous one ended
-        with, FREE only at detected corners (where a free start reaches ``CORNER_GAIN`` times as
-        far); for animators who will edit the keys. FAST search only.
+        with, FREE only at detected corners (where a free start reaches
+        ``fast_search.CORNER_GAIN`` times as far); for animators who will edit the keys. FAST search
+        only.
     groups : array_like of int, shape (M,), optional
         Channels with the same label share their key frames (for example all channels of a bone,
         or all channels: keyed poses that read like hand keys in the Dope Sheet): a segment is
@@ -372,7 +363,7 @@ def _all_pairs(frames, values, limit, moving) -> Generator[float, None, np.ndarr
     lane = np.repeat(np.arange(moving.size), n - 1)
     start = np.tile(np.arange(n - 1), moving.size)
     columns = np.ascontiguousarray(values.T)
-    refine = _refining()
+    refine = fast_search.refining_handles()
     for length in range(1, n):
         rows = np.flatnonzero(start + length <= n - 1)
         c, st = moving[lane[rows]], start[rows]
@@ -380,12 +371,6 @@ def _all_pairs(frames, values, limit, moving) -> Generator[float, None, np.ndarr
         feasible[lane[rows], st, st + length] = fit.ok
         yield 0.95 * length / max(n - 1, 1)
     return feasible
-
-
-def _refining() -> bool:
-    """Whether the searches refine handle lengths (:data:`.segment_fit.REFINE_GATE`; compiled only:
-    the numpy cascade would only repeat a test it already failed)."""
-    return segment_fit.REFINE_GATE > 0 and segment_fit.compiled_kernel()
 
 
 def _shortest_path(feasible: np.ndarray) -> np.ndarray:
@@ -404,252 +389,8 @@ def _shortest_path(feasible: np.ndarray) -> np.ndarray:
     return np.array(path[::-1])
 
 
-@dataclass
-class _Chosen:
-    """One channel's keys (sample indices) and, per segment, its handle lengths (fractions of the
-    segment) and inner control values; per key whether its two handles may differ (a corner), and
-    its value where keys may sit off their samples (None: the samples' values)."""
-
-    keys: list[int]
-    alpha: list[float]
-    beta: list[float]
-    c1: list[float]
-    c2: list[float]
-    broken: list[bool]
-    values: list[float] | None = None
-
-
-def _greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
-            unit_check: Callable[[int, int, object], bool] | None = None) -> Generator[float, None, list[_Chosen]]:
-    """From each key the longest feasible segment, every channel at once: the next key is its end.
-
-    The search runs per *unit*: a group of channels that share their key frames (``group_of``
-    labels the moving channels; one channel per group when keys are not shared). A length passes
-    for a unit when it passes for every channel in it. Per unit a search state: ``lo`` a length
-    known feasible, ``hi`` one known infeasible (0: none yet). The length tried is the last
-    segment's length first, then doubled until one fails, then bisected; once settled, ``PROBES``
-    longer lengths (twice the failed one) are tried, and the search grows on from one that passes.
-    Segments are grouped by padded length (powers of two), so padding costs at most 2x.
-
-    With ``editable``, every unit has a twin: one whose first handles keep the slopes the previous
-    segments ended with (ALIGNED keys) and one free. The free one is taken, and the key marked a
-    corner, only where it reaches at least ``CORNER_GAIN`` times as far (and ``CORNER_MIN_SAMPLES``
-    samples further).
-
-    With ``unit_check`` (one unit, keys not editable), a length passes where
-    ``unit_check(start, length, fits)`` says so, ``fits`` the unit's channels' segment fits (each
-    the best its own limit asked for), instead of where every channel meets its own limit.
-    """
-    n = values.shape[0]
-    columns = np.ascontiguousarray(values.T)
-    width = moving.size
-    groups = int(group_of.max()) + 1
-    # Editable Keys keeps the table's handle lengths: refining costs it 0.7 s on a 1,500 x 306 clip
-    # (past the 2 s goal) for 4 % fewer keys, and it keeps within 0.55 x Decimate's keys without.
-    refine = _refining() and not editable
-    variants = 2 if editable else 1
-    units = groups * variants
-    lanes = width * variants
-    chan = np.tile(moving, variants)
-    unit_of = np.concatenate([group_of + v * groups for v in range(variants)])
-    members = [np.flatnonzero(group_of == g) for g in range(groups)]
-    first_lane = np.array([m[0] for m in members])  # a lane of each group (its aligned twin's)
-    key = np.zeros(units, int)
-    lo = np.ones(units, int)
-    hi = np.zeros(units, int)
-    guess = np.full(units, FIRST_LENGTH)
-    trial = np.minimum(guess, n - 1)
-    probing = np.zeros(units, bool)
-    refining = np.zeros(units, bool)  # past the cascade's last length: one further at a time, refined
-    probes_left = np.full(units, PROBES)
-    slope = np.full(lanes, np.nan)  # only the aligned lanes (the first ``width``) ever hold one
-    best = np.zeros((4, lanes))  # alpha, beta, c1, c2 of each lane's fit at its unit's length lo
-    searching = np.ones(units, bool)
-    chosen = [_Chosen([0], [], [], [], [], [False]) for _ in range(width)]
-    while searching.any():
-        rows = np.flatnonzero(searching[unit_of])  # lanes
-        lengths = trial[unit_of[rows]]
-        warm = None
-        if refine:
-            # growing a segment: the lengths that held one sample shorter are tried first
-            grown = refining[unit_of[rows]]
-            warm = (np.where(grown, best[0, rows], np.nan), np.where(grown, best[1, rows], np.nan))
-        found = fit_segments_of(frames, columns, chan[rows], key[unit_of[rows]], lengths, limit[chan[rows]],
-                                slope=slope[rows], refine=refining[unit_of[rows]] if refine else None,
-                                start_lengths=warm)
-        ok = found.ok
-        fits = np.stack([found.alpha, found.beta, found.c1, found.c2])
-        tested = np.flatnonzero(searching)
-        misses = np.bincount(unit_of[rows][~ok], minlength=units)
-        unit_ok = misses[tested] == 0
-        if unit_check is not None:
-            unit_ok = np.array([bool(unit_check(int(key[u]), int(trial[u]), found)) for u in tested])
-        lengths_u = trial[tested]
-        passed = tested[unit_ok]
-        unit_passed = np.zeros(units, bool)
-        unit_passed[passed] = True
-        lane_pass = unit_passed[unit_of[rows]]
-        best[:, rows[lane_pass]] = fits[:, lane_pass]
-        probe = probing[tested]
-        lo[passed] = lengths_u[unit_ok]
-        failed = tested[~unit_ok & ~probe]
-        hi[failed] = lengths_u[~unit_ok & ~probe]
-        hi[tested[unit_ok & probe]] = 0  # a longer segment past an infeasible one: keep growing from it
-        probing[tested] = False
-        room = n - 1 - key[tested]
-        refined = refining[tested]
-        settled = ((lo[tested] == room) | ((hi[tested] > 0) & (hi[tested] - lo[tested] <= 1)) | (probe & ~unit_ok)) & ~refined
-        # Feasibility is not always monotone in the length (long eases): before settling, one probe
-        # further out per key.
-        ask = settled & ~probe & (lo[tested] < room) & (probes_left[tested] > 0)
-        probes_left[tested[ask]] -= 1
-        probing[tested[ask]] = True
-        trial[tested[ask]] = np.minimum(room[ask], 2 * hi[tested[ask]] + 2)
-        # Then one length further at a time with the handle lengths refined (dearer than the
-        # cascade, so only here), until one fails.
-        start_refining = settled & ~ask & (lo[tested] < room) & refine
-        refining[tested[start_refining]] = True
-        refined_done = refined & (~unit_ok | (lo[tested] == room))
-        refining[tested[refined_done]] = False
-        searching[tested[(settled & ~ask & ~start_refining) | refined_done]] = False
-        if editable:
-            # A free twin matters only at a corner: once it is known to fail short of CORNER_GAIN
-            # times its aligned twin's length, its search ends (the first key, without a slope to
-            # keep, takes the free twin whatever its length).
-            aligned = np.arange(groups)
-            free = aligned + groups
-            keeps_slope = np.isfinite(slope[first_lane])
-            short = (searching[free] & keeps_slope & (hi[free] > 0)
-                     & ((hi[free] <= CORNER_GAIN * lo[aligned]) | (hi[free] < lo[aligned] + CORNER_MIN_SAMPLES)))
-            searching[free[short]] = False
-            probing[free[short]] = False
-            refining[free[short]] = False
-        for unit in np.flatnonzero(~searching[:groups] & (key[:groups] < n - 1)):
-            if editable and searching[unit + groups]:
-                continue  # its free twin has not settled yet
-            taken = unit
-            first = not np.isfinite(slope[members[unit][0]])
-            corner = False
-            if editable:
-                twin = unit + groups
-                corner = (not first and lo[twin] >= CORNER_GAIN * lo[unit]
-                          and lo[twin] >= lo[unit] + CORNER_MIN_SAMPLES)
-                if corner or first:
-                    taken = twin
-            length = int(lo[taken])
-            start = key[unit]
-            if length == 1:  # never tested (one step always passes): fit it now
-                lanes_t = members[unit] + (taken // groups) * width
-                one = fit_segments_of(frames, columns, chan[lanes_t], np.full(lanes_t.size, start),
-                                      np.ones(lanes_t.size, int), limit[chan[lanes_t]], slope=slope[lanes_t])
-                best[:, lanes_t] = one.alpha, one.beta, one.c1, one.c2
-            for j in members[unit]:
-                lane = j + (taken // groups) * width
-                settled_fit = best[:, lane].copy()
-                chosen[j].broken[-1] = bool(corner)
-                _settle(chosen[j], start, length, settled_fit)
-                if editable:
-                    end = start + length
-                    beta = settled_fit[1]
-                    slope[j] = (columns[chan[j], end] - settled_fit[3]) / (beta * (frames[end] - frames[start]))
-            for twin in range(unit, units, groups):
-                key[twin] += length
-                guess[twin] = max(length, 2)
-                lo[twin], hi[twin] = 1, 0
-                probes_left[twin] = PROBES
-                refining[twin] = False
-                searching[twin] = key[twin] < n - 1
-        nxt_units = np.flatnonzero(searching & ~probing)
-        room = n - 1 - key[nxt_units]
-        fresh = (lo[nxt_units] == 1) & (hi[nxt_units] == 0)
-        grow = hi[nxt_units] == 0
-        nxt = np.where(grow, np.minimum(lo[nxt_units] * 2, room), (lo[nxt_units] + hi[nxt_units]) // 2)
-        nxt = np.where(fresh, np.minimum(guess[nxt_units], room), nxt)
-        nxt = np.where(refining[nxt_units], np.minimum(lo[nxt_units] + 1, room), nxt)
-        trial[nxt_units] = np.maximum(nxt, 1)
-        yield 0.95 * float(np.mean(key[:groups])) / max(n - 1, 1)
-    return chosen
-
-
-def _compiled_search(frames, values, limit, moving, labels,
-                     editable: bool = False) -> Generator[float, None, list[_Chosen] | None]:
-    """:func:`_greedy`, each unit's search (``labels``: the moving channels' units, as ``_greedy``'s
-    ``group_of``) run whole in compiled code, a share of the units per step for progress; with fewer
-    units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each share's search also stops
-    and goes on every stretch of frames. FREE handles: the same keys where keys stay on their samples
-    (:func:`.segment_fit.search_channels_of`); ``editable``: the same keys and handles as ``_greedy``
-    (:mod:`.editable_kernel`). None when it cannot run (no compiled kernel, or one that failed)."""
-    columns = np.ascontiguousarray(values.T)
-    n_units = int(labels.max()) + 1
-    share = max(4, -(-n_units // PROGRESS_STEPS))
-    n_shares = -(-n_units // share)
-    stretch = -(-frames.size // max(1, -(-PROGRESS_STEPS // n_shares)))
-    corners = (CORNER_GAIN, CORNER_MIN_SAMPLES) if editable else None
-    chosen: list[_Chosen | None] = [None] * moving.size
-    for s, first in enumerate(range(0, n_units, share)):
-        units = np.arange(first, min(first + share, n_units))
-        lanes = np.concatenate([np.flatnonzero(labels == g) for g in units])
-        bounds = np.concatenate([[0], np.cumsum([np.count_nonzero(labels == g) for g in units])])
-        part = moving[lanes]
-        keys: list[list[int]] = [[] for _ in part]
-        fits: list[list[list[float]]] = [[[] for _ in range(5)] for _ in part]
-        broken: list[list[bool]] = [[] for _ in part]
-        start = None
-        for stop_at in range(stretch, frames.size - 1 + stretch, stretch):
-            found = segment_fit.search_channels_of(frames, columns, part, limit[part], _refining(), PROBES,
-                                                   FIRST_LENGTH, bounds, start, stop_at, corners)
-            if found is None:
-                return None
-            counts, found_keys, found_fits = found[:3]
-            key_end = np.cumsum(counts)
-            fit_end = key_end - np.arange(1, part.size + 1)
-            for i, count in enumerate(counts):
-                k = found_keys[key_end[i] - count:key_end[i]].tolist()
-                keys[i] += k if start is None else k[1:]  # (a later stretch starts at the last key)
-                for r, row in enumerate(found_fits[:, fit_end[i] - (count - 1):fit_end[i]].tolist()):
-                    fits[i][r] += row
-                if editable:
-                    flags = found[3][key_end[i] - count:key_end[i]].tolist()
-                    if start is None:
-                        broken[i] += flags
-                    else:  # the last key's flag is decided by the segment that starts there
-                        broken[i][-1:] = flags[:1]
-                        broken[i] += flags[1:]
-            start = segment_fit.search_state(counts, found_keys, found_fits, bounds)
-            if editable:
-                start = (*start, _slopes_kept(frames, columns, part, keys, fits))
-            yield 0.95 * (s + min(1.0, stop_at / max(frames.size - 1, 1))) / n_shares
-        for i, (k, f) in enumerate(zip(keys, fits, strict=True)):
-            if editable:
-                chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], broken[i])
-            else:
-                key_values = [float(values[0, part[i]])] + f[4]
-                chosen[lanes[i]] = _Chosen(k, f[0], f[1], f[2], f[3], [False] * len(k), key_values)
-    return [c for c in chosen if c is not None]
-
-
-def _slopes_kept(frames, columns, chan, keys: list[list[int]], fits: list[list[list[float]]]) -> np.ndarray:
-    """The slope each channel's last segment ends with, which Editable Keys' next segment keeps (as
-    :func:`_greedy` computes it; NaN before the first segment)."""
-    out = np.full(len(keys), np.nan)
-    for i, k in enumerate(keys):
-        if len(k) > 1:
-            end, before = k[-1], k[-2]
-            out[i] = (columns[chan[i], end] - fits[i][3][-1]) / (fits[i][1][-1] * (frames[end] - frames[before]))
-    return out
-
-
-def _search(frames, values, limit, moving, labels, editable: bool) -> Generator[float, None, list[_Chosen]]:
-    """The FAST search of the moving channels: compiled where it can run, else stepped in Python
-    (:func:`_greedy`)."""
-    compiled = yield from _compiled_search(frames, values, limit, moving, labels, editable)
-    if compiled is not None:
-        return compiled
-    return (yield from _greedy(frames, values, limit, moving, editable, labels))
-
-
 def _search_again_where_float32_misses(frames, values, tol, limit, moving, labels, editable: bool,
-                                       chosen: list[_Chosen], curves: list[BezierCurve]) -> np.ndarray:
+                                       chosen: list[Chosen], curves: list[BezierCurve]) -> np.ndarray:
     """Search again, with a tighter limit, the channels (with the rest of their unit) whose keys miss
     their tolerance once Blender stores them in float32, at most ``FLOAT32_RETRIES`` times, and keep
     per unit whichever keeps fewer keys once the final check has repaired it: the first search or
@@ -661,7 +402,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
     tighter search then usually keeps fewer keys than the repair (every sample of a segment keyed).
     """
     fitted = np.column_stack([as_stored(c).evaluate(frames) for c in curves])
-    first: dict[int, tuple[_Chosen, BezierCurve, np.ndarray]] = {}
+    first: dict[int, tuple[Chosen, BezierCurve, np.ndarray]] = {}
     limit = limit.copy()
     for _ in range(FLOAT32_RETRIES):
         error = np.abs(fitted[:, moving] - values[:, moving]).max(axis=0)
@@ -672,7 +413,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
         again = moving[missed]
         limit[again] *= np.minimum(FLOAT32_TIGHTEN, tol[again] / error[missed])
         redo = moving[lanes]
-        gen = _search(frames, values, limit, redo, np.unique(labels[lanes], return_inverse=True)[1], editable)
+        gen = fast_search.search(frames, values, limit, redo, np.unique(labels[lanes], return_inverse=True)[1], editable)
         try:
             while True:
                 next(gen)
@@ -693,7 +434,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
     return fitted
 
 
-def _keys_once_repaired(frames, values, tol, channels, found: list[tuple[_Chosen, BezierCurve]]) -> int:
+def _keys_once_repaired(frames, values, tol, channels, found: list[tuple[Chosen, BezierCurve]]) -> int:
     """How many keys the final check leaves these channels' curves with (its repair included)."""
     curves = [curve for _, curve in found]
     keys = [np.asarray(c.keys) for c, _ in found]
@@ -751,22 +492,13 @@ def _fitted_between(frames, values, held, moving, start: int, length: int, found
     return out
 
 
-def _settle(chosen: _Chosen, start: int, length: int, fit: np.ndarray) -> None:
-    chosen.keys.append(int(start + length))
-    chosen.alpha.append(float(fit[0]))
-    chosen.beta.append(float(fit[1]))
-    chosen.c1.append(float(fit[2]))
-    chosen.c2.append(float(fit[3]))
-    chosen.broken.append(False)
-
-
-def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chosen]:
+def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[Chosen]:
     """Handles for given keys (free at every key): each segment fitted by the cascade."""
     columns = np.ascontiguousarray(values.T)
     out = []
     for c in moving:
         zeros = [0.0] * (keys[c].size - 1)
-        out.append(_Chosen(list(map(int, keys[c])), zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy(),
+        out.append(Chosen(list(map(int, keys[c])), zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy(),
                            [False] * keys[c].size))
     segs = [(lane, s, int(a), int(b)) for lane, c in enumerate(moving)
             for s, (a, b) in enumerate(zip(keys[c][:-1], keys[c][1:]))]
@@ -777,7 +509,7 @@ def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chose
         lane = np.array([g[0] for g in group])
         start = np.array([g[2] for g in group])
         fit = fit_segments_of(frames, columns, moving[lane], start, np.full(lane.size, length),
-                              limit[moving[lane]], refine=_refining())
+                              limit[moving[lane]], refine=fast_search.refining_handles())
         for row, (ln, s_idx, _, _) in enumerate(group):
             out[ln].alpha[s_idx] = float(fit.alpha[row])
             out[ln].beta[s_idx] = float(fit.beta[row])
@@ -786,7 +518,7 @@ def _refit(frames, values, keys: list[np.ndarray], moving, limit) -> list[_Chose
     return out
 
 
-def _curve(frames, column, chosen: _Chosen, editable: bool) -> BezierCurve:
+def _curve(frames, column, chosen: Chosen, editable: bool) -> BezierCurve:
     """The Bezier keys of one channel from its chosen segments."""
     k = np.asarray(chosen.keys)
     co = np.column_stack([frames[k], column[k] if chosen.values is None else chosen.values])

@@ -500,7 +500,7 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
 
 def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None,
                        start=None, stop_at=None, editable=None):
-    """:func:`.key_reduction._greedy`'s search with FREE handles, run whole in compiled code
+    """:func:`.fast_search.greedy`'s search with FREE handles, run whole in compiled code
     (:func:`.segment_kernel.search_channels`, in this process or the worker): each channel its own
     keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit;
     ``start`` and ``stop_at`` go on from where a search stopped and stop at a sample

@@ -477,7 +477,7 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
 
 def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
                  first_length, free_values, key0, last_fit, stop_at, keys, fits):  # pragma: no cover - compiled
-    """:func:`.key_reduction._greedy`'s search for one unit alone (FREE handles): channels
+    """:func:`.fast_search.greedy`'s search for one unit alone (FREE handles): channels
     ``chans`` (rows of ``columns``) that share their key frames, each within its ``lims``, step for
     step: the same lengths tried in the same order, so the same keys. A length passes when it
     passes for every channel (the test stops at the first that fails). Writes the keys (sample
@@ -694,7 +694,7 @@ def bezier_values(frames, y0, y1, alpha, beta, c1, c2) -> np.ndarray:
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
                     first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
-    """:func:`.key_reduction._greedy`'s search (FREE handles) run whole in compiled code: channel
+    """:func:`.fast_search.greedy`'s search (FREE handles) run whole in compiled code: channel
     ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
     table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
     increasing offsets into ``chan``: channels ``chan[units[j]:units[j + 1]]`` share their key frames

@@ -35,11 +35,8 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
     k = n_ctrl
     n = tau.shape[0]
     dims = latent.shape[1]
-    for i in range(k):
-        for d in range(p + 1):
-            band[i, d] = 0.0
-        for c in range(dims):
-            rhs[i, c] = 0.0
+    band[:k, :] = 0.0
+    rhs[:k, :] = 0.0
     # normal equations, the samples in order; Cox-de Boor's denominators are knot differences,
     # the same for every sample of a span: their inverses once per span
     span = p
@@ -69,7 +66,6 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
     worst = 0.0
     squares = 0.0
     span = p
-    outputs = target.shape[1]
     for j in range(n):
         x = tau[j]
         while span < k - 1 and x >= knots[span + 1]:
@@ -80,23 +76,30 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
             for r in range(p + 1):
                 spline += values[j, r] * rhs[first + r, c]
             fitted[c] = spline
-        sample_worst = 0.0
-        for o in range(outputs):
-            if n_basis:
-                value = 0.0
-                for c in range(dims):
-                    value += fitted[c] * basis[c, o]
-            else:
-                value = fitted[o]
-            e = abs(value - target[j, o])
-            squares += e * e
-            if e > sample_worst:
-                sample_worst = e
+        sample_worst, squares = _sample_error(fitted, basis, n_basis, target, j, squares)
         if per_sample.shape[0]:
             per_sample[s, j] = sample_worst
         if sample_worst > worst:
             worst = sample_worst
     return worst, np.sqrt(squares / n)
+
+
+def _sample_error(fitted, basis, n_basis, target, row, squares):  # pragma: no cover - compiled
+    """One sample's max abs error over the target's columns (the fitted values through the basis rows,
+    if any) and ``squares`` plus its squared errors, added in column order."""
+    worst = 0.0
+    for o in range(target.shape[1]):
+        if n_basis:
+            value = 0.0
+            for c in range(fitted.shape[0]):
+                value += fitted[c] * basis[c, o]
+        else:
+            value = fitted[o]
+        e = abs(value - target[row, o])
+        squares += e * e
+        if e > worst:
+            worst = e
+    return worst, squares
 
 
 def _solve_banded(band, rhs, k, p, dims, ridge, floor):  # pragma: no cover - compiled
@@ -224,11 +227,8 @@ def _refit_one(knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, basis,
     p = degree
     dims = latent.shape[1]
     count = s1 - s0
-    for i in range(n_free):
-        for d in range(p + 1):
-            band[i, d] = 0.0
-        for c in range(dims):
-            rhs[i, c] = 0.0
+    band[:n_free, :] = 0.0
+    rhs[:n_free, :] = 0.0
     # each sample's span in the piece (largest i with knots[i] <= x, kept within [p, n_sub - 1])
     span = p
     known = -1
@@ -265,7 +265,6 @@ def _refit_one(knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, basis,
     worst = 0.0
     squares = 0.0
     span = p
-    outputs = target.shape[1]
     for j in range(count):
         x = tau[s0 + j]
         while span < n_sub - 1 and x >= knots[span + 1]:
@@ -283,17 +282,9 @@ def _refit_one(knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, basis,
             for c in range(dims):
                 out[offset + j, c] = fitted[c]
             continue
-        for o in range(outputs):
-            if n_basis:
-                value = 0.0
-                for c in range(dims):
-                    value += fitted[c] * basis[c, o]
-            else:
-                value = fitted[o]
-            e = abs(value - target[s0 + j, o])
-            squares += e * e
-            if e > worst:
-                worst = e
+        sample_worst, squares = _sample_error(fitted, basis, n_basis, target, s0 + j, squares)
+        if sample_worst > worst:
+            worst = sample_worst
     return worst, squares
 
 
@@ -385,8 +376,8 @@ def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, o
     return n_int + take
 
 
-compile_lazily(globals(), ("_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_score_one", "_score_rows",
-                           "_refit_one", "_refit_rows", "_split_spans"))
+compile_lazily(globals(), ("_sample_error", "_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_score_one",
+                           "_score_rows", "_refit_one", "_refit_rows", "_split_spans"))
 
 
 def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):

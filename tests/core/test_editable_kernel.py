@@ -1,5 +1,5 @@
 """Editable Keys' compiled search (anim_signals.splines.editable_kernel) against the Python search it
-replaces (key_reduction._greedy with editable twins): the same keys, handles and corners."""
+replaces (fast_search.greedy with editable twins): the same keys, handles and corners."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("numba", reason="numba is not installed: Editable Keys runs the Python search (tested elsewhere)")
 
+from anim_signals.splines import fast_search, segment_fit  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
-from anim_signals.splines import segment_fit  # noqa: E402
 
 MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mocap"
 
@@ -33,11 +33,11 @@ def corner_clip(seed, n=300, m=8):
 
 
 def python_search(monkeypatch):
-    """Make the compiled search unavailable: Editable Keys then steps _greedy in Python."""
+    """Make the compiled search unavailable: Editable Keys then steps fast_search.greedy in Python."""
     def unavailable(*args, **kwargs):
         return None
         yield  # a generator, as the real one
-    monkeypatch.setattr(fk, "_compiled_search", unavailable)
+    monkeypatch.setattr(fast_search, "compiled_search", unavailable)
 
 
 def assert_same_curves(a, b):
@@ -72,7 +72,7 @@ def test_compiled_editable_search_keeps_the_python_keys(monkeypatch, seed, share
         want = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
     calls = searches(monkeypatch)
     got = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
-    assert calls and all(c == (fk.CORNER_GAIN, fk.CORNER_MIN_SAMPLES) for c in calls)
+    assert calls and all(c == (fast_search.CORNER_GAIN, fast_search.CORNER_MIN_SAMPLES) for c in calls)
     assert_same_curves(got, want)
     assert got.within_tolerance
     assert want.corners > 0  # the free twin won somewhere: the corner rule ran
@@ -91,7 +91,7 @@ def test_a_search_stopped_and_resumed_keeps_the_same_keys(monkeypatch):
         python_search(patch)
         want = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
         want_per_curve = fk.fewest_keys(values, frames, tol, handles="EDITABLE")
-    monkeypatch.setattr(fk, "PROGRESS_STEPS", 40)
+    monkeypatch.setattr(fast_search, "PROGRESS_STEPS", 40)
     calls = searches(monkeypatch)
     stepped = fk.fewest_keys(values, frames, tol, handles="EDITABLE", groups=groups)
     assert len(calls) >= 20

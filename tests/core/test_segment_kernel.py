@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("numba", reason="numba is not installed: the numpy cascade runs instead (tested elsewhere)")
 
+from anim_signals.splines import fast_search, segment_fit, segment_kernel  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
-from anim_signals.splines import segment_fit, segment_kernel  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,7 +119,7 @@ def python_search(monkeypatch):
         return None
         yield  # a generator, as _compiled_search is
 
-    monkeypatch.setattr(fk, "_compiled_search", unavailable)
+    monkeypatch.setattr(fast_search, "compiled_search", unavailable)
 
 
 @pytest.mark.parametrize("gate", [0.0, 2.0])
@@ -262,13 +262,13 @@ def test_without_the_compiled_kernel_the_search_does_not_refine(monkeypatch):
     frames, values = clip(3, n=220)
     numpy_only(monkeypatch)
     calls = []
-    original = fk.fit_segments_of
+    original = fast_search.fit_segments_of
 
     def spy(*args, **kwargs):
         calls.append(kwargs.get("refine"))
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(fk, "fit_segments_of", spy)
+    monkeypatch.setattr(fast_search, "fit_segments_of", spy)
     fk.fewest_keys(values, frames, 0.01)
     assert calls and all(r is None for r in calls)
 
@@ -508,8 +508,8 @@ def test_a_shared_key_search_in_stretches_takes_the_keys_of_one_call(free_values
     everything = [0] * values.shape[1]
     seen: list[float] = []
     stretched = fk.fewest_keys(values, frames, 0.01, groups=everything, progress=seen.append)
-    assert len({round(p, 6) for p in seen if p < 0.95}) >= fk.PROGRESS_STEPS // 2  # progress inside the search
-    monkeypatch.setattr(fk, "PROGRESS_STEPS", 1)  # one share, one stretch: one call
+    assert len({round(p, 6) for p in seen if p < 0.95}) >= fast_search.PROGRESS_STEPS // 2  # progress inside the search
+    monkeypatch.setattr(fast_search, "PROGRESS_STEPS", 1)  # one share, one stretch: one call
     whole = fk.fewest_keys(values, frames, 0.01, groups=everything)
     assert [k.tolist() for k in stretched.key_indices] == [k.tolist() for k in whole.key_indices]
     for a, b in zip(stretched.curves, whole.curves, strict=True):
@@ -543,7 +543,7 @@ def test_the_worker_goes_on_from_where_its_search_stopped():
     limit = np.full(3, 0.01)
     units = np.array([0, 3])
     args = (segment_fit.HANDLE_PAIRS, segment_fit._inverse_tables(), segment_fit.BETWEEN_FRAMES,
-            segment_fit.LAWSON_ITERATIONS, segment_fit._RIDGE, segment_fit.REFINE_GATE, fk.PROBES, fk.FIRST_LENGTH,
+            segment_fit.LAWSON_ITERATIONS, segment_fit._RIDGE, segment_fit.REFINE_GATE, fast_search.PROBES, fast_search.FIRST_LENGTH,
             True, units)
     local = segment_kernel.search_channels(frames, columns, chan, limit, *args, None, 100)
     start = segment_fit.search_state(*local, units)

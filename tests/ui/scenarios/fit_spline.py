@@ -72,6 +72,25 @@ def _greyed_out_in_fewest(area, sidebar, settings) -> Iterator[Wait]:
           len(bands) >= 3 and len(darker) >= 2, detail)
 
 
+def _fit_with_settings(sidebar, biped, label: str, **settings) -> Iterator[Wait]:
+    """Find the Fit Spline button passing ``settings`` (rows above it move with the settings), click
+    it, and wait until the biped's result is shown and the panel redrawn with it."""
+    last = bpy.context.scene.anim_signals.last_fit
+    found: dict = {}
+    yield from scan_buttons(sidebar, found, stop_at=f"bpy.ops.{FIT}(")
+    xy = button_of(found, FIT, **settings)
+    if not check(f"the Fit Spline button passes {label}", xy is not None, next((c for c in found if FIT in c), "")):
+        return
+    shown = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped.name)
+    try:
+        click_button(sidebar, xy)
+        yield Wait(f"Fit Spline ({label}) finished", lambda: last.valid and last.object_name == biped.name
+                   and not modal_running(FIT), 300.0)
+        yield Wait(f"the panel redrawn with the result ({label})", lambda: any(shown.seen), 10.0, required=False)
+    finally:
+        shown.close()
+
+
 def run(area) -> Iterator[Wait]:
     biped = demo_biped("UI_Biped")
     make_active(biped)
@@ -147,20 +166,7 @@ def run(area) -> Iterator[Wait]:
             original_search = kernel.search
             kernel.search = lambda *a, **k: asked.append(a[16] if len(a) > 16 else k.get("editable")) \
                 or original_search(*a, **k)
-        found5: dict = {}
-        yield from scan_buttons(sidebar, found5, stop_at=f"bpy.ops.{FIT}(")
-        xy5 = button_of(found5, FIT, mode="EDITABLE")
-        if check("the Fit Spline button passes mode Editable Keys", xy5 is not None,
-                 next((c for c in found5 if FIT in c), "")):
-            shown5 = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped5.name)
-            try:
-                click_button(sidebar, xy5)
-                yield Wait("Fit Spline (Editable Keys) finished", lambda: last.valid
-                           and last.object_name == biped5.name and not modal_running(FIT), 300.0)
-                yield Wait("the panel redrawn with the Editable Keys result", lambda: any(shown5.seen), 10.0,
-                           required=False)
-            finally:
-                shown5.close()
+        yield from _fit_with_settings(sidebar, biped5, "Editable Keys", mode="EDITABLE")
     finally:
         settings.mode = "FEWEST"
         if kernel is not None and "search" in vars(kernel):
@@ -228,19 +234,8 @@ def run(area) -> Iterator[Wait]:
     settings.error_space = "JOINTS"
     settings.share_keys = "ALL"
     try:
-        found4: dict = {}
-        yield from scan_buttons(sidebar, found4, stop_at=f"bpy.ops.{FIT}(")
-        xy4 = button_of(found4, FIT, error_space="JOINTS", share_keys="ALL")
-        if check("the Fit Spline button passes the Joints error space and keys shared by all curves", xy4 is not None,
-                 next((c for c in found4 if FIT in c), "")):
-            shown4 = PanelDraws("ANIM_SIGNALS_PT_fit_spline", lambda: last.valid and last.object_name == biped4.name)
-            try:
-                click_button(sidebar, xy4)
-                yield Wait("Fit Spline (Joints, all curves) finished", lambda: last.valid
-                           and last.object_name == biped4.name and not modal_running(FIT), 300.0)
-                yield Wait("the panel redrawn with the Joints result", lambda: any(shown4.seen), 10.0, required=False)
-            finally:
-                shown4.close()
+        yield from _fit_with_settings(sidebar, biped4, "the Joints error space and keys shared by all curves",
+                                      error_space="JOINTS", share_keys="ALL")
     finally:
         settings.error_space = "PER_CURVE"
         settings.share_keys = "CURVE"
