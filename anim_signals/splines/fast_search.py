@@ -6,10 +6,9 @@ Channels that share their key frames (a group: a bone's curves, or all of them) 
 length passes where it passes for every channel.
 
 Where the segment test runs compiled, each unit's whole search runs in machine code
-(:func:`compiled_search`: :func:`.segment_kernel.search_channels`, Editable Keys' in
-:mod:`.editable_kernel`); a pose check and the numpy fallback step every unit together in Python, one
+(:func:`compiled_search`: :func:`.search_kernel.search_channels`, Editable Keys' too); a pose check and the numpy fallback step every unit together in Python, one
 batch of segment tests per round (:func:`greedy`). Both keep the same keys where keys stay on their
-samples (``tests/core/test_segment_kernel.py``, ``tests/core/test_editable_kernel.py``).
+samples (``tests/core/test_segment_kernel.py``, ``tests/core/test_search_kernel.py``).
 """
 
 from __future__ import annotations
@@ -227,7 +226,7 @@ def compiled_search(frames, values, limit, moving, labels,
     units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each share's search also stops
     and goes on every stretch of frames. FREE handles: the same keys where keys stay on their samples
     (:func:`.segment_fit.search_channels_of`); ``editable``: the same keys and handles as ``greedy``
-    (:mod:`.editable_kernel`). None when it cannot run (no compiled kernel, or one that failed)."""
+    (:mod:`.search_kernel`). None when it cannot run (no compiled kernel, or one that failed)."""
     columns = np.ascontiguousarray(values.T)
     n_units = int(labels.max()) + 1
     share = max(4, -(-n_units // PROGRESS_STEPS))

@@ -20,8 +20,8 @@ Two searches over key positions:
 
 * ``FAST`` (the default): from each key, the longest feasible segment, its length found by
   galloping from the channel's last segment length and bisecting; its end is the next key. Each
-  channel's (or group's) whole search runs compiled (:func:`.segment_kernel.search_channels`; Editable
-  Keys' in :mod:`.editable_kernel`, the same keys as the Python search); a pose check and the numpy
+  channel's (or group's) whole search runs compiled (:func:`.search_kernel.search_channels`; Editable
+  Keys' too, the same keys as the Python search); a pose check and the numpy
   fallback step all channels together in Python (:func:`.fast_search.greedy`). The cost grows linearly with the
   clip. When a segment from a later start always reaches at least as far as one from an earlier
   start, this greedy rule is optimal (a jump game); on mocap it keeps 1-3 % more keys than EXACT.

@@ -501,7 +501,7 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
 def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None,
                        start=None, stop_at=None, editable=None):
     """:func:`.fast_search.greedy`'s search with FREE handles, run whole in compiled code
-    (:func:`.segment_kernel.search_channels`, in this process or the worker): each channel its own
+    (:func:`.search_kernel.search_channels`, in this process or the worker): each channel its own
     keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit;
     ``start`` and ``stop_at`` go on from where a search stopped and stop at a sample
     (:func:`search_state`). With ``editable`` ``(corner_gain, corner_min_samples)``, Editable Keys'
@@ -518,7 +518,7 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
         return None
     search = getattr(kernel, "search", None)  # the worker's
     if search is None and _in_process(kernel):
-        from .segment_kernel import search_channels as search
+        from .search_kernel import search_channels as search
     if search is None:
         return None
     try:
@@ -534,7 +534,7 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
 
 
 def search_state(counts, keys, fits, units=None):
-    """Where the searches of a :func:`.segment_kernel.search_channels` result stopped, as its next
+    """Where the searches of a :func:`.search_kernel.search_channels` result stopped, as its next
     ``start``: each unit's last key, each channel's last segment fit (alpha, beta, c1, c2, end
     value; (k, 5)) and the unit's last segment length (at least 2, the first length the search tries
     next). ``units`` as given to the search. A unit whose search had already reached the last sample

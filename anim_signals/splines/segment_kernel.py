@@ -14,14 +14,12 @@ forces the fallback.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .compiled import THREADS, compile_lazily
 from .compiled import pool as _pool
 
-__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "bezier_values", "fit_segment_batch", "search_channels"]
+__all__ = ["REFINE_LEVELS", "REFINE_SHORTEST", "REFINE_STEP", "bezier_values", "fit_segment_batch"]
 
 # The refinement of handle lengths: a pattern search around the table's best pair, along each
 # length in turn (the diagonals too keep 0.7 % fewer keys for twice the time), with Lawson at each
@@ -690,99 +688,3 @@ def bezier_values(frames, y0, y1, alpha, beta, c1, c2) -> np.ndarray:
     if out.size:
         _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out)
     return out
-
-
-def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
-    """:func:`.fast_search.greedy`'s search (FREE handles) run whole in compiled code: channel
-    ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
-    table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
-    increasing offsets into ``chan``: channels ``chan[units[j]:units[j + 1]]`` share their key frames
-    (None: every channel its own keys). With ``free_values`` a key's value may sit off its sample
-    within the limit (:func:`_search_unit`). ``start`` ``(key0 (u,), last_fit (k, 5), lengths (u,))``:
-    each unit's search goes on from key ``key0`` (each channel's segment before it ``last_fit``, the
-    first length tried ``lengths``; default: the first sample, its values, ``first_length``);
-    ``stop_at``: each unit's
-    search returns once a key reaches that sample (default: the end), for the caller to go on from
-    there (:func:`.segment_fit.search_state`).
-
-    With ``editable`` ``(corner_gain, corner_min_samples)``, Editable Keys' search instead
-    (:func:`.editable_kernel.search_editable_unit`; keys on their samples, no refinement): ``start``
-    then also gives each channel's slope to keep (a fourth array, (k,)), and a fourth array is
-    returned, whether each key is a corner (aligned with ``keys``).
-
-    The Python search steps all units together, one batch of segments per round: a long clip
-    takes thousands of rounds of a few segments each, and their overhead and the second core left
-    idle were most of its time. Here each unit's search runs from start to end in one call, units
-    handed out one at a time to the threads as they come free.
-
-    Returns ``(counts, keys, fits)``: ``counts`` (k,) keys per channel, ``keys`` (sum(counts),) the
-    channels' key sample indices one after another, ``fits`` (5, sum(counts) - k) each segment's
-    (alpha, beta, c1, c2, end value), in the same order.
-    """
-    frames = np.ascontiguousarray(frames, dtype=np.float64)
-    columns = np.ascontiguousarray(columns, dtype=np.float64)
-    chan = np.asarray(chan, dtype=np.int64)
-    limit = np.asarray(limit, dtype=np.float64)
-    ab = np.ascontiguousarray(ab, dtype=np.float64)
-    table = np.ascontiguousarray(table, dtype=np.float64)
-    n = frames.shape[0]
-    k = chan.size
-    bounds = np.arange(k + 1) if units is None else np.asarray(units, dtype=np.int64)
-    if bounds[0] != 0 or bounds[-1] != k or np.any(np.diff(bounds) <= 0):
-        raise ValueError("units must be increasing offsets from 0 to the number of channels")
-    n_units = bounds.size - 1
-    slopes = np.full(k, np.nan)
-    if start is None:
-        key0 = np.zeros(n_units, np.int64)
-        last_fit = np.zeros((k, 5))
-        last_fit[:, 4] = columns[chan, 0] if n else 0.0
-        lengths = np.full(n_units, int(first_length), np.int64)
-    else:
-        key0, last_fit, lengths = (np.ascontiguousarray(a, dtype=t)
-                                   for a, t in zip(start[:3], (np.int64, np.float64, np.int64), strict=True))
-        if key0.shape != (n_units,) or last_fit.shape != (k, 5) or lengths.shape != (n_units,):
-            raise ValueError("start must give a key and a length per unit and a segment fit (5 values) per channel")
-        if editable is not None:
-            slopes = np.array(start[3], dtype=np.float64)
-            if slopes.shape != (k,):
-                raise ValueError("an editable search's start must give a slope per channel")
-    if editable is not None:
-        from .editable_kernel import search_editable_unit
-    broken = np.zeros((n_units, max(n, 1)), np.bool_)
-    stop = n if stop_at is None else int(stop_at)
-    unit_counts = np.zeros(n_units, np.int64)
-    keys = np.zeros((n_units, max(n, 1)), np.int64)
-    fits = np.zeros((k, 5, max(n - 1, 1)))
-    handed_out = itertools.count()  # next() on it is atomic under the GIL
-
-    def work() -> None:
-        while (j := next(handed_out)) < n_units:
-            a, b = bounds[j], bounds[j + 1]
-            if editable is None:
-                unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
-                                              int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                              int(lengths[j]), bool(free_values), int(key0[j]), last_fit[a:b], stop,
-                                              keys[j], fits[a:b])
-            else:
-                unit_counts[j] = search_editable_unit(frames, columns, chan[a:b], limit[a:b], ab, table,
-                                                      bool(between), int(lawson_iterations), float(ridge),
-                                                      int(probes), int(lengths[j]), int(key0[j]), slopes[a:b],
-                                                      float(editable[0]), int(editable[1]), stop, keys[j], fits[a:b],
-                                                      broken[j])
-
-    jobs = [_pool().submit(work) for _ in range(min(THREADS, n_units) - 1)]
-    work()  # the calling thread takes a share too
-    for job in jobs:
-        job.result()
-    unit_of = np.repeat(np.arange(n_units), np.diff(bounds))
-    counts = unit_counts[unit_of]
-    flat_keys = (np.concatenate([keys[unit_of[i], :counts[i]] for i in range(k)]) if k
-                 else np.zeros(0, np.int64))
-    flat_fits = (np.concatenate([fits[i, :, :counts[i] - 1] for i in range(k)], axis=1) if k
-                 else np.zeros((5, 0)))
-    if editable is None:
-        return counts, flat_keys, flat_fits
-    flat_broken = (np.concatenate([broken[unit_of[i], :counts[i]] for i in range(k)]) if k
-                   else np.zeros(0, np.bool_))
-    return counts, flat_keys, flat_fits, flat_broken

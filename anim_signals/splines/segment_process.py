@@ -210,7 +210,7 @@ class WorkerKernel:
 
     def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
                probes, first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
-        """:func:`.segment_kernel.search_channels` answered by the child."""
+        """:func:`.search_kernel.search_channels` answered by the child."""
         with self._lock:
             process = self._running()
             stdin, stdout = self._send_clip(process, frames, columns, ab, table)
@@ -323,7 +323,7 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                 clip = payload
             elif op == "search":
                 assert clip is not None
-                from .segment_kernel import search_channels
+                from .search_kernel import search_channels
 
                 frames, columns, ab, table = clip
                 (chan, limit, between, lawson_iterations, ridge, gate, probes, first_length, free_values,

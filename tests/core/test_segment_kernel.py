@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("numba", reason="numba is not installed: the numpy cascade runs instead (tested elsewhere)")
 
-from anim_signals.splines import fast_search, segment_fit, segment_kernel  # noqa: E402
+from anim_signals.splines import fast_search, search_kernel, segment_fit, segment_kernel  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,7 +181,7 @@ def test_units_must_cover_the_channels_in_order():
             True, 12, 1e-9, 0.0, 1, 8)
     for units in ([0, 2, 3], [1, 4], [0, 2, 2, 4]):
         with pytest.raises(ValueError, match="units"):
-            segment_kernel.search_channels(*args, False, units)
+            search_kernel.search_channels(*args, False, units)
 
 
 def test_compiled_search_reports_progress_per_share_of_channels():
@@ -545,10 +545,10 @@ def test_the_worker_goes_on_from_where_its_search_stopped():
     args = (segment_fit.HANDLE_PAIRS, segment_fit._inverse_tables(), segment_fit.BETWEEN_FRAMES,
             segment_fit.LAWSON_ITERATIONS, segment_fit._RIDGE, segment_fit.REFINE_GATE, fast_search.PROBES, fast_search.FIRST_LENGTH,
             True, units)
-    local = segment_kernel.search_channels(frames, columns, chan, limit, *args, None, 100)
+    local = search_kernel.search_channels(frames, columns, chan, limit, *args, None, 100)
     start = segment_fit.search_state(*local, units)
     assert 100 <= start[0][0] < 239
-    then_local = segment_kernel.search_channels(frames, columns, chan, limit, *args, start)
+    then_local = search_kernel.search_channels(frames, columns, chan, limit, *args, start)
     worker = segment_process.WorkerKernel()
     try:
         then_worker = worker.search(frames, columns, chan, limit, *args, start)

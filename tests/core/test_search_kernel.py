@@ -1,4 +1,4 @@
-"""Editable Keys' compiled search (anim_signals.splines.editable_kernel) against the Python search it
+"""Editable Keys' compiled search (anim_signals.splines.search_kernel) against the Python search it
 replaces (fast_search.greedy with editable twins): the same keys, handles and corners."""
 
 from __future__ import annotations
@@ -125,14 +125,14 @@ def test_the_search_is_cached_per_content_of_the_segment_test():
     # segment test compiled into it, is cached in a folder named after segment_kernel.py's content
     import hashlib
 
-    from anim_signals.splines import compiled, editable_kernel
+    from anim_signals.splines import compiled, search_kernel
 
     source = Path(compiled.__file__).with_name("segment_kernel.py").read_bytes()
-    folder = compiled.cache_dir(editable_kernel.__name__, ("segment_kernel.py",))
+    folder = compiled.cache_dir(search_kernel.__name__, ("segment_kernel.py",))
     assert folder.endswith(hashlib.sha1(source).hexdigest()[:12])
-    assert folder != compiled.cache_dir(editable_kernel.__name__)
+    assert folder != compiled.cache_dir(search_kernel.__name__)
     # where numba keeps it (a private attribute of its dispatcher: skip if numba moved it)
-    cache = getattr(getattr(editable_kernel.search_editable_unit, "_cache", None), "_cache_path", None)
+    cache = getattr(getattr(search_kernel.search_editable_unit, "_cache", None), "_cache_path", None)
     if cache is None:
         pytest.skip("this numba does not say where it caches")
     assert str(cache).startswith(folder)
