@@ -59,6 +59,9 @@ Progress = Callable[[float], "bool | None"]
 DEFAULT_CHANNEL_ITERATIONS = 20
 # within_tolerance allows this relative excess (float32 keys, rounding of the repair).
 TOLERANCE_SLACK = 1e-6
+# A curve whose spline fit stays this far (tolerance units) below the tolerance is not checked at every
+# sample again: its keys evaluate to the spline within rounding, far below this.
+REPAIR_CHECK_MARGIN = 1e-6
 FREE_HANDLES_PROGRESS = 0.99
 
 MODES = ("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL")
@@ -162,16 +165,22 @@ def _curves_from(
     degree = problem.degree
     span = frames[-1] - frames[0]
     if shared:
-        knots, ctrl = _final_fit(problem, internal[0], frames[0], span, snapped=snap is not None)
+        knots, ctrl, error = _final_fit(problem, internal[0], frames[0], span, snapped=snap is not None)
         curves = spline_to_bezier(knots, ctrl * tol + mean, degree)
+        errors = [error]
     else:
-        curves = []
+        curves, errors = [], []
         for c in range(problem.n_lanes):
-            knots, ctrl = _final_fit(problem, internal[c], frames[0], span, snapped=snap is not None, lane=c)
+            knots, ctrl, error = _final_fit(problem, internal[c], frames[0], span, snapped=snap is not None, lane=c)
             curves += spline_to_bezier(knots, ctrl * tol[c] + mean[c], degree)
+            errors.append(error)
     # The guarantee: where the spline cannot reach a sample (noise finer than the closest knot
     # spacing, a corner), keys go on the offending samples themselves, which is exact there.
-    return [repair_keys(curve, frames, values[:, j], tol[j]) for j, curve in enumerate(curves)]
+    # The keys reproduce the spline exactly, so a curve whose fit is clear of its tolerance by
+    # more than rounding needs no check at every sample (repair_keys would return it as it is).
+    unknown = np.zeros(len(tol) if shared else 1, dtype=bool)  # snapped knots: check every curve
+    clear = np.concatenate([unknown if e is None else e < FEASIBLE - REPAIR_CHECK_MARGIN for e in errors])
+    return [curve if clear[j] else repair_keys(curve, frames, values[:, j], tol[j]) for j, curve in enumerate(curves)]
 
 
 def _group_fit(

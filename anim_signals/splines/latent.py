@@ -147,6 +147,9 @@ class _Samples(NamedTuple):
 class _FinalFit(NamedTuple):
     knots: np.ndarray  # full knot vector in frames
     control_points: np.ndarray  # (K, M) in tolerance units
+    # (M,) each column's max abs error at the samples, in tolerance units; None when snapping
+    # moved the knots after the fit
+    max_error: np.ndarray | None = None
 
 
 def _prepare(values: np.ndarray, frames: np.ndarray | None) -> _Samples:
@@ -212,17 +215,20 @@ def _final_fit(
     ctrl_full, fit_full, _ = lsq_batch(knots, problem.tau, target, problem.degree)
     assert fit_full is not None
     ctrl = ctrl_full[0]
+    error = np.abs(fit_full[0] - target)
     if problem.basis is not None:
         # the latent fit can beat the full refit in max norm; keep whichever is tighter
         err_latent, ctrl_latent = problem.errors(internal[None])
-        if np.abs(err_latent).max() < np.abs(fit_full[0] - target).max():
+        if np.abs(err_latent).max() < error.max():
             ctrl = ctrl_latent[0] @ problem.basis
+            error = np.abs(err_latent[0])
     knots_frames = frames0 + span * knots[0]
     _put_on_samples(knots_frames, frames0 + span * problem.tau, span)
     if snapped:
         inner = slice(problem.degree + 1, -(problem.degree + 1))
         knots_frames[inner] = np.round(knots_frames[inner])
-    return _FinalFit(knots_frames, ctrl)
+        return _FinalFit(knots_frames, ctrl)
+    return _FinalFit(knots_frames, ctrl, error.max(axis=0))
 
 
 def _model_from(
@@ -403,7 +409,7 @@ def fit_latent_spline(
         internal = _drain(solution).internal[0]
     if snap_to_frames and internal.size:
         internal = snap_knots(internal, snap_grid(frames, tau))
-    knots, ctrl = _final_fit(problem, internal, frames[0], span, snapped=snap_to_frames)
+    knots, ctrl, _ = _final_fit(problem, internal, frames[0], span, snapped=snap_to_frames)
     ctrl = finite_result("the fitted control points", ctrl * tol + mean)
     n_components = 0 if problem.basis is None else problem.basis.shape[0]
     return _model_from(values, frames, knots, ctrl, degree, n_components=n_components, iterations=problem.generations)

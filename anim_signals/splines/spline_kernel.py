@@ -54,6 +54,9 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
         else:
             _basis_at(knots, span, x, p, left, right, inverse, values, j)
         first = span - p
+        if p == 3:
+            _cubic_normal_rows(values, j, first, band, rhs, latent, dims)
+            continue
         for r in range(p + 1):
             row = first + r
             vr = values[j, r]
@@ -71,17 +74,53 @@ def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis
         while span < k - 1 and x >= knots[span + 1]:
             span += 1
         first = span - p
-        for c in range(dims):
-            spline = 0.0
-            for r in range(p + 1):
-                spline += values[j, r] * rhs[first + r, c]
-            fitted[c] = spline
-        sample_worst, squares = _sample_error(fitted, basis, n_basis, target, j, squares)
+        if p == 3 and not n_basis:
+            # the common case unrolled: the same sums and errors, in the same order, as below
+            sample_worst = 0.0
+            for c in range(dims):
+                spline = (0.0 + values[j, 0] * rhs[first, c] + values[j, 1] * rhs[first + 1, c]
+                          + values[j, 2] * rhs[first + 2, c] + values[j, 3] * rhs[first + 3, c])
+                e = abs(spline - target[j, c])
+                squares += e * e
+                if e > sample_worst:
+                    sample_worst = e
+        else:
+            for c in range(dims):
+                spline = 0.0
+                for r in range(p + 1):
+                    spline += values[j, r] * rhs[first + r, c]
+                fitted[c] = spline
+            sample_worst, squares = _sample_error(fitted, basis, n_basis, target, j, squares)
         if per_sample.shape[0]:
             per_sample[s, j] = sample_worst
         if sample_worst > worst:
             worst = sample_worst
     return worst, np.sqrt(squares / n)
+
+
+def _cubic_normal_rows(values, j, first, band, rhs, latent, dims):  # pragma: no cover - compiled
+    """Sample ``j``'s terms of the cubic normal equations (the general loops of :func:`_score_one`,
+    unrolled: each entry gets the same products in the same order)."""
+    v0 = values[j, 0]
+    v1 = values[j, 1]
+    v2 = values[j, 2]
+    v3 = values[j, 3]
+    band[first, 0] += v0 * v0
+    band[first, 1] += v0 * v1
+    band[first, 2] += v0 * v2
+    band[first, 3] += v0 * v3
+    band[first + 1, 0] += v1 * v1
+    band[first + 1, 1] += v1 * v2
+    band[first + 1, 2] += v1 * v3
+    band[first + 2, 0] += v2 * v2
+    band[first + 2, 1] += v2 * v3
+    band[first + 3, 0] += v3 * v3
+    for c in range(dims):
+        y = latent[j, c]
+        rhs[first, c] += v0 * y
+        rhs[first + 1, c] += v1 * y
+        rhs[first + 2, c] += v2 * y
+        rhs[first + 3, c] += v3 * y
 
 
 def _sample_error(fitted, basis, n_basis, target, row, squares):  # pragma: no cover - compiled
@@ -376,7 +415,7 @@ def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, o
     return n_int + take
 
 
-compile_lazily(globals(), ("_sample_error", "_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_score_one",
+compile_lazily(globals(), ("_sample_error", "_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_cubic_normal_rows", "_score_one",
                            "_score_rows", "_refit_one", "_refit_rows", "_split_spans"))
 
 

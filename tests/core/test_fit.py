@@ -238,6 +238,36 @@ def test_repair_never_adds_a_key_next_to_an_existing_one():
     assert np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
 
 
+@pytest.mark.parametrize("mode", ["PER_CHANNEL", "LATENT"])
+def test_curves_clear_of_their_tolerance_skip_only_a_check_that_would_change_nothing(monkeypatch, mode):
+    """A spline's keys reproduce it exactly, so curves whose fit stays clear of the tolerance skip the
+    check at every sample: repair_keys, run on them anyway, must hand each back unchanged."""
+    from anim_signals.splines import bezier, fitting
+
+    repairs = []  # (curve in, curve out) of every check that ran
+
+    def spy(curve, *args):
+        repairs.append((curve, bezier.repair_keys(curve, *args)))
+        return repairs[-1][1]
+
+    monkeypatch.setattr(fitting, "repair_keys", spy)
+    rng = np.random.default_rng(4)
+    frames = np.arange(200.0)
+    # smooth curves, a random walk, and a step: C1 knots stay two samples apart, so the step's spline
+    # misses a sample and its keys must be repaired
+    step = np.where(frames < 120, 0.0, 1.0)
+    y = np.column_stack([np.sin(frames / 9.0), np.cos(frames / 23.0), np.cumsum(rng.normal(0, 0.02, 200)), step])
+    tol = np.array([0.01, 0.01, 0.004, 0.01])
+    fit = A.fit_channels(y, frames, tol, mode=mode, continuity="C1")
+    assert any(out is not curve for curve, out in repairs), "no check repaired a curve: the test tests nothing"
+    skipped = [j for j, curve in enumerate(fit.curves) if not any(curve is out for _, out in repairs)]
+    assert skipped, "no curve skipped the check: the test tests nothing"
+    for j in skipped:
+        curve = fit.curves[j]
+        assert bezier.repair_keys(curve, frames, y[:, j], tol[j]) is curve
+    assert fit.within_tolerance
+
+
 def test_keys_are_never_closer_than_a_frame_on_noisy_mocap_like_data():
     rng = np.random.default_rng(11)
     frames = np.arange(300.0)
