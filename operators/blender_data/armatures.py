@@ -46,7 +46,7 @@ from .channels import (
     property_of_path,
 )
 from .fcurves import sample_curves, write_dense_linear
-from .frames import visiting_frames
+from .frames import evaluation_scene, visiting_frames
 
 POSE_PROPERTY_SIZE = {"location": 3, "rotation_euler": 3, "rotation_quaternion": 4, "scale": 3}
 """Pose-bone properties a pose vector is made of, and their number of components (channels)."""
@@ -119,7 +119,7 @@ def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     n_bones = len(ob.pose.bones)
     out = np.empty((len(frames), n_bones, 3), dtype=np.float64)
     heads = np.empty(3 * n_bones, dtype=np.float32)
-    with visiting_frames(scene) as go_to:
+    with evaluation_scene(scene, [ob]) as where, visiting_frames(where) as go_to:
         for i, f in enumerate(frames):
             ob_eval: Any = ob.evaluated_get(go_to(float(f)))
             ob_eval.pose.bones.foreach_get("head", heads)
@@ -210,7 +210,7 @@ def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Ob
     local = shell_points([pb.bone.length for pb in pose], shell)
     mats = np.empty((len(armatures), count, 16 * n), dtype=np.float32)
     worlds = np.empty((len(armatures), count, 4, 4))
-    with visiting_frames(scene) as go_to:
+    with evaluation_scene(scene, armatures) as where, visiting_frames(where) as go_to:
         for i, f in enumerate(frames):
             depsgraph = go_to(float(f))
             for k, ob in enumerate(armatures):
@@ -238,7 +238,8 @@ def playing_copy(scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types
     copy.name = ob.name + ".verify"
     try:
         scene.collection.objects.link(copy)
-        copy.hide_set(True)
+        if scene == bpy.context.scene:  # (an evaluation scene is not shown: nothing to hide)
+            copy.hide_set(True)
         assign_action(copy, action, slot_identifier or action_slot_identifier(action))
         yield copy
     finally:

@@ -59,6 +59,7 @@ from ..blender_data.armatures import (
 )
 from ..blender_data.channels import bone_name_of_path, bone_path, property_of_path
 from ..blender_data.fcurves import write_bezier
+from ..blender_data.frames import evaluation_scene
 from ..common.progress import scaled
 from .fitting import FitInputError, FitJob, FitPlan, iter_plan, plan_fit
 
@@ -237,11 +238,12 @@ def _vertices(check: JointCheck, action, lo: float, hi: float,
     chunk of frames per step."""
     frames = check.job.frames if rows is None else check.job.frames[rows]
     parts = []
-    for start in range(0, frames.size, CHUNK):
-        chunk = frames[start:start + CHUNK]
-        parts.append(virtual_vertices(check.scene, check.ob, chunk, check.shell_local, action,
-                                      check.job.slot_identifier))
-        yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
+    with evaluation_scene(check.scene, [check.ob]) as where:  # one for every chunk
+        for start in range(0, frames.size, CHUNK):
+            chunk = frames[start:start + CHUNK]
+            parts.append(virtual_vertices(where, check.ob, chunk, check.shell_local, action,
+                                          check.job.slot_identifier))
+            yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
     return np.concatenate(parts) if parts else np.empty((0, len(check.names), VIRTUAL_VERTICES, 3))
 
 
@@ -252,10 +254,11 @@ def _original_and_fitted(check: JointCheck, lo: float, hi: float) -> Generator[f
     tmp = _fitted_copy(check)
     parts = []
     try:
-        with playing_copy(check.scene, check.ob, tmp, check.job.slot_identifier) as copy:
+        with evaluation_scene(check.scene, [check.ob]) as where, \
+                playing_copy(where, check.ob, tmp, check.job.slot_identifier) as copy:
             for start in range(0, frames.size, CHUNK):
                 chunk = frames[start:start + CHUNK]
-                parts.append(virtual_vertices_of(check.scene, [check.ob, copy], chunk, check.shell_local))
+                parts.append(virtual_vertices_of(where, [check.ob, copy], chunk, check.shell_local))
                 yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
     finally:
         bpy.data.actions.remove(tmp)

@@ -233,12 +233,28 @@ def run(area) -> Iterator[Wait]:
     before4 = key_count(biped4)
     settings.error_space = "JOINTS"
     settings.share_keys = "ALL"
+    # The rig is read over time in an evaluation scene of its own: the scene on screen (with the
+    # rest of the user's objects) keeps its frame all along, and the evaluation scene goes after.
+    frame_changes: list[str] = []
+    scenes_before = sorted(s.name for s in bpy.data.scenes)
+
+    def record_frame_change(changed, *_args):
+        frame_changes.append(changed.name)
+
+    bpy.app.handlers.frame_change_post.append(record_frame_change)
     try:
         yield from _fit_with_settings(sidebar, biped4, "the Joints error space and keys shared by all curves",
                                       error_space="JOINTS", share_keys="ALL")
     finally:
+        bpy.app.handlers.frame_change_post.remove(record_frame_change)
         settings.error_space = "PER_CURVE"
         settings.share_keys = "CURVE"
+    shown_scene = bpy.context.scene.name
+    check("Joints, all curves: the rig is read over time without changing the frame of the scene shown",
+          shown_scene not in frame_changes and len(frame_changes) >= 240  # (the final check reads all 240 frames)
+          and sorted(s.name for s in bpy.data.scenes) == scenes_before,
+          f"{len(frame_changes)} frame changes, {frame_changes.count(shown_scene)} of them in {shown_scene!r}; "
+          f"scenes {sorted(s.name for s in bpy.data.scenes)}")
     after4 = key_count(biped4)
     frames = 240
     check("Joints, all curves: fewer keys, on at most 20 % of the frames", 0 < after4 < before4

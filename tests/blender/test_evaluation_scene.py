@@ -1,0 +1,129 @@
+"""Reading a rig over time without evaluating the rest of the user's scene
+(``operators/blender_data/frames.py``, ``evaluation_scene``): the joints read are the ones the user's
+scene gives (an independent frame-by-frame oracle), the user's scene never changes frame (its
+``frame_change_post`` handler is the witness), and rigs whose drivers read the scene stay in it."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from _bl_helpers import ext_module, keyed, make_armature, motion, run_fit, world_heads
+
+
+@pytest.fixture()
+def frame_changes():
+    """The names of the scenes whose frame changed, in order, while the test runs."""
+    seen: list[str] = []
+
+    def record(scene, *_args):
+        seen.append(scene.name)
+
+    bpy.app.handlers.frame_change_post.append(record)
+    try:
+        yield seen
+    finally:
+        bpy.app.handlers.frame_change_post.remove(record)
+
+
+def _skinned_mesh(rig):
+    """A sphere deformed by ``rig`` (bone envelopes): what makes a frame change of the scene costly."""
+    mesh = bpy.data.meshes.new("Body")
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 48), np.linspace(0.1, np.pi - 0.1, 24))
+    points = np.column_stack([np.cos(u).ravel() * np.sin(v).ravel(), np.sin(u).ravel() * np.sin(v).ravel(),
+                              2.0 * np.cos(v).ravel() + 2.0])
+    mesh.from_pydata(points.tolist(), [], [])
+    body = bpy.data.objects.new("Body", mesh)
+    bpy.context.scene.collection.objects.link(body)
+    body.parent = rig
+    modifier = body.modifiers.new("Armature", "ARMATURE")
+    modifier.object = rig
+    modifier.use_vertex_groups, modifier.use_bone_envelopes = False, True
+    return body
+
+
+def _heads(ob, frames):
+    return ext_module("operators.blender_data.armatures").bone_heads_world(bpy.context.scene, ob, frames)
+
+
+def test_joints_are_the_scenes_and_the_scene_keeps_its_frame(scene, frame_changes):
+    ob, frames, _ = make_armature("Walker", n_frames=40)
+    _skinned_mesh(ob)
+    scene = bpy.context.scene
+    scene.frame_set(7)
+    scenes = set(bpy.data.scenes)
+    want = world_heads(ob, frames[::3])
+    scene.frame_set(7)
+    frame_changes.clear()
+    got = _heads(ob, frames[::3])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert scene.name not in frame_changes, "the user's scene was evaluated at other frames"
+    assert frame_changes, "no scene changed frame: the joints were not read over time"
+    assert set(bpy.data.scenes) == scenes and scene.frame_current == 7
+    assert np.ptp(got[:, 0], axis=0).max() > 0.1  # the rig moves: equal joints mean something
+
+
+def test_parents_and_constraint_targets_animated_outside_come_along(scene, frame_changes):
+    ob, frames, _ = make_armature("Carried", n_frames=30)
+    rng = np.random.default_rng(9)
+    carrier = bpy.data.objects.new("Carrier", None)
+    target = bpy.data.objects.new("Target", None)
+    for empty in (carrier, target):
+        bpy.context.scene.collection.objects.link(empty)
+        keyed(empty, "location", frames, 2.0 * motion(frames, rng, 1.0, 3), id_data=empty)
+    ob.parent = carrier
+    follow = ob.pose.bones["B2"].constraints.new("COPY_LOCATION")
+    follow.target = target
+    want = world_heads(ob, frames[::4])
+    frame_changes.clear()
+    got = _heads(ob, frames[::4])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert bpy.context.scene.name not in frame_changes
+
+
+def test_a_rig_whose_driver_reads_the_scene_is_read_in_the_scene(scene, frame_changes):
+    ob, frames, _ = make_armature("Driven", n_frames=30)
+    scene = bpy.context.scene
+    driven = ob.pose.bones["B3"].driver_add("location", 0).driver
+    driven.type = "SUM"
+    var = driven.variables.new()
+    var.type = "SINGLE_PROP"
+    var.targets[0].id_type = "SCENE"
+    var.targets[0].id = scene
+    var.targets[0].data_path = "frame_current"
+    want = world_heads(ob, frames[::5])
+    frame_changes.clear()
+    got = _heads(ob, frames[::5])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert scene.name in frame_changes
+    # (the driven bone follows the scene's frame, read elsewhere it would stand still)
+    driven_x = []
+    for f in (1, 26):
+        scene.frame_set(f)
+        driven_x.append(ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["B3"].location[0])
+    assert driven_x == pytest.approx([1.0, 26.0])
+
+
+def test_the_evaluation_scene_goes_when_the_work_fails(scene):
+    ob, _, _ = make_armature("Failing", n_frames=10)
+    frames_module = ext_module("operators.blender_data.frames")
+    scenes = set(bpy.data.scenes)
+    with pytest.raises(ZeroDivisionError):
+        with frames_module.evaluation_scene(bpy.context.scene, [ob]) as where:
+            assert where != bpy.context.scene and ob.name in where.objects
+            _ = 1 / 0
+    assert set(bpy.data.scenes) == scenes
+
+
+@pytest.mark.parametrize("space", ["PER_CURVE", "JOINTS"])
+def test_a_fit_beside_a_skinned_mesh_leaves_the_users_scene_at_its_frame(scene, frame_changes, space):
+    ob, _, _ = make_armature("Actor", n_frames=60)
+    body = _skinned_mesh(ob)
+    bpy.context.view_layer.objects.active = ob
+    scenes = set(bpy.data.scenes)
+    frame_changes.clear()
+    extra = {"error_space": "JOINTS", "max_joint_error": 1.0} if space == "JOINTS" else {"error_space": space}
+    assert run_fit(channels="ALL", mode="FEWEST", max_error_rotation=0.5, max_error_location=0.01, **extra) == {"FINISHED"}
+    assert bpy.context.scene.name not in frame_changes
+    assert set(bpy.data.scenes) == scenes
+    assert body.name in bpy.context.scene.objects and len(ob.users_scene) == 1
