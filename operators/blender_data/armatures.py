@@ -111,8 +111,10 @@ def cm_per_unit(scene: bpy.types.Scene) -> float:
 def bone_heads_world(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float]) -> np.ndarray:
     """World-space head positions of every pose bone at ``frames``: (len(frames), n_bones, 3).
 
-    Evaluated through the depsgraph at each frame (fractional frames as subframes); the current
-    frame is restored afterwards. Objects other than armatures give (len(frames), 0, 3).
+    Evaluated through the depsgraph at each frame (fractional frames as subframes), in an
+    :func:`.frames.evaluation_scene` holding ``ob`` only (the rest of the user's scene is not
+    evaluated at those frames); the current frame is restored afterwards. Objects other than
+    armatures give (len(frames), 0, 3).
     """
     if ob.type != "ARMATURE" or ob.pose is None:
         return np.empty((len(frames), 0, 3))
@@ -202,7 +204,8 @@ def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Ob
                         frames: Sequence[float] | np.ndarray, shell: float) -> list[np.ndarray]:
     """:func:`virtual_vertices` of armatures with the same bones (an armature and its
     :func:`playing_copy`) as they play, read in one depsgraph pass: each frame change evaluates
-    them all (in parallel), about 1.3x one armature's pass on 2 cores rather than 2x."""
+    them all (in parallel), about 1.3x one armature's pass on 2 cores rather than 2x; in an
+    :func:`.frames.evaluation_scene` of theirs when ``scene`` is the user's."""
     pose = armatures[0].pose.bones  # type: ignore[union-attr]
     n, count = len(pose), len(frames)
     # (the rest length: a pose bone's own ``length`` is its posed length, scale included, as of
@@ -228,7 +231,8 @@ def playing_copy(scene: bpy.types.Scene, ob: bpy.types.Object, action: bpy.types
                  slot_identifier: str | None = None) -> Iterator[bpy.types.Object]:
     """A temporary copy of ``ob`` (its data, parent, pose settings and world matrix shared)
     playing ``action`` (its slot ``slot_identifier`` when given and present), in ``scene``'s own
-    collection, hidden (eye: still evaluated) and removed afterwards.
+    collection (hidden, eye: still evaluated, when ``scene`` is the one shown; usually an
+    :func:`.frames.evaluation_scene`) and removed afterwards.
 
     For a plain rig it evaluates as ``ob`` would with ``action`` (constraints and drivers that
     target ``ob`` itself would still target ``ob`` from the copy: callers keep it to rigs without
