@@ -8,7 +8,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 import pytest
-from _bl_helpers import ext_module, keyed, make_armature, motion, run_fit, world_heads
+from _bl_helpers import ext_module, keyed, linked_copy, make_armature, motion, run_fit, world_heads
 
 
 @pytest.fixture()
@@ -102,6 +102,18 @@ def test_a_rig_whose_driver_reads_the_scene_is_read_in_the_scene(scene, frame_ch
         scene.frame_set(f)
         driven_x.append(ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones["B3"].location[0])
     assert driven_x == pytest.approx([1.0, 26.0])
+
+
+def test_a_linked_rig_is_read_as_the_scene_gives_it(scene, frame_changes, tmp_path):
+    """Library data (read-only) can still be linked into the evaluation scene, or is read in the scene."""
+    ob, frames, _ = make_armature("Library", n_frames=20)
+    linked = linked_copy(ob, tmp_path, scene)
+    assert linked.library is not None
+    scenes = set(bpy.data.scenes)
+    want = world_heads(linked, frames[::4])
+    got = _heads(linked, frames[::4])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert set(bpy.data.scenes) == scenes and linked.users_scene[0] == scene and len(linked.users_scene) == 1
 
 
 def test_the_evaluation_scene_goes_when_the_work_fails(scene):
