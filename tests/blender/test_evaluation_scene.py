@@ -139,3 +139,25 @@ def test_a_fit_beside_a_skinned_mesh_leaves_the_users_scene_at_its_frame(scene, 
     assert bpy.context.scene.name not in frame_changes
     assert set(bpy.data.scenes) == scenes
     assert body.name in bpy.context.scene.objects and len(ob.users_scene) == 1
+
+
+def test_escape_during_the_joints_check_leaves_no_evaluation_scene(scene, frame_changes):
+    """The modal Joints fit holds its evaluation scene across timer steps; Esc there removes it."""
+    from _bl_helpers import StepwiseDriver, assert_same_state, event, snapshot_all
+
+    ob, _, _ = make_armature("Escaped", n_frames=120)
+    before = snapshot_all()
+    scenes = {s.name for s in bpy.data.scenes}
+    op = StepwiseDriver(bpy.types.ANIM_SIGNALS_OT_fit_latent_spline, bpy.context, mode="FEWEST",
+                        error_space="JOINTS", max_joint_error=1.0, keep_original=False)
+    for _ in range(10_000):
+        assert op.modal(bpy.context, event("TIMER")) == {"RUNNING_MODAL"}
+        if {s.name for s in bpy.data.scenes} != scenes:  # inside a check that reads the rig over time
+            break
+    else:
+        pytest.fail("the fit never opened an evaluation scene")
+    assert op.modal(bpy.context, event("ESC", "PRESS")) == {"CANCELLED"}
+    assert {s.name for s in bpy.data.scenes} == scenes
+    assert [o.name for o in bpy.data.objects] == [ob.name]  # (the check's armature copy went too)
+    assert_same_state(before, snapshot_all())
+    assert scene.name not in frame_changes
