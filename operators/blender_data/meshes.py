@@ -27,7 +27,7 @@ import numpy as np
 
 from ...anim_signals.meshio import read_cache_header, write_pc2
 from .actions import get_action
-from .frames import visiting_frames
+from .frames import evaluation_scene, visiting_frames
 from .shape_keys import read_key_block_coords, write_shape_key_basis
 from .vertex_groups import sync_edit_mode
 
@@ -52,7 +52,8 @@ def mesh_sequence_rows(scene: bpy.types.Scene, ob: bpy.types.Object,
 
     A generator yielding one row (3 V,) float64 per frame (x0 y0 z0 x1 ...), so a modal operator
     can step it. Frames are visited in the given (increasing) order, so simulations such as cloth
-    advance; the current frame is restored when done or when the generator is closed.
+    advance; the current frame is restored when done or when the generator is closed. The object is
+    evaluated in a :func:`.frames.evaluation_scene` of its own (in the user's scene when it simulates).
 
     Raises
     ------
@@ -61,7 +62,7 @@ def mesh_sequence_rows(scene: bpy.types.Scene, ob: bpy.types.Object,
     """
     first: tuple[float, int, int] | None = None
     buf = np.empty(0, dtype=np.float32)
-    with visiting_frames(scene) as go_to:
+    with evaluation_scene(scene, [ob]) as where, visiting_frames(where) as go_to:
         for f in [float(x) for x in frames]:
             ob_eval: Any = ob.evaluated_get(go_to(f))
             temporary = ob_eval.type != "MESH"

@@ -161,3 +161,40 @@ def test_escape_during_the_joints_check_leaves_no_evaluation_scene(scene, frame_
     assert [o.name for o in bpy.data.objects] == [ob.name]  # (the check's armature copy went too)
     assert_same_state(before, snapshot_all())
     assert scene.name not in frame_changes
+
+
+def _mesh_rows_in_the_scene(ob, frames):
+    """The evaluated vertex positions frame by frame, read in the user's scene (test oracle)."""
+    scene, rows = bpy.context.scene, []
+    for f in frames:
+        scene.frame_set(int(f))
+        me = ob.evaluated_get(bpy.context.evaluated_depsgraph_get()).data
+        co = np.empty(3 * len(me.vertices), dtype=np.float32)
+        me.vertices.foreach_get("co", co)
+        rows.append(co.astype(np.float64))
+    return np.array(rows)
+
+
+def test_a_mesh_deformed_by_a_rig_is_read_without_the_rest_of_the_scene(scene, frame_changes):
+    rig, frames, _ = make_armature("Puppeteer", n_frames=30)
+    body = _skinned_mesh(rig)
+    _skinned_mesh(rig).name = "Bystander"  # the rest of the scene, not read
+    meshes = ext_module("operators.blender_data.meshes")
+    want = _mesh_rows_in_the_scene(body, frames[::5])
+    scene.frame_set(1)
+    frame_changes.clear()
+    got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::5])))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert scene.name not in frame_changes and frame_changes
+    assert np.ptp(got, axis=0).max() > 0.1  # the body moves with the rig
+
+
+def test_a_simulated_mesh_is_read_in_the_scene(scene, frame_changes):
+    rig, frames, _ = make_armature("Dresser", n_frames=12)
+    cloth = _skinned_mesh(rig)
+    cloth.modifiers.new("Cloth", "CLOTH")
+    meshes = ext_module("operators.blender_data.meshes")
+    frame_changes.clear()
+    rows = list(meshes.mesh_sequence_rows(scene, cloth, frames[:4]))
+    assert len(rows) == 4
+    assert frame_changes.count(scene.name) >= 4  # the simulation advanced in the user's scene
