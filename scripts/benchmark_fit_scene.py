@@ -12,12 +12,14 @@ frame. Changing the frame of the user's scene evaluates all of it, meshes includ
 rig in an evaluation scene holding only the rig (``operators/blender_data/frames.py``,
 ``evaluation_scene``). One run, the same clip, side by side:
 
-* two scenes: the rig alone, and the rig with a skinned sphere (``--vertices``; its Armature modifier
-  on bone envelopes) parented to it, as a character's body would be;
+* two scenes: the rig alone, and the rig with two skinned spheres (``--vertices`` each; an Armature
+  modifier on bone envelopes) parented to it, as characters' bodies would be;
 * ours as it is, and ours reading the rig in the user's scene (the code before the evaluation scene:
   ``evaluation_scene`` made to hand back the user's scene), both through the operator (read, fit,
   write; the keys must be the same);
-* Blender's Graph Editor Decimate (ERROR mode, margins at the tolerances): it reads no frame.
+* Blender's Graph Editor Decimate (ERROR mode, margins at the tolerances): it reads no frame;
+* the mesh reader of the pose space and deformation transfer (``meshes.mesh_sequence_rows``) on one
+  body at every frame of the clip, ours and as before (the same vertices: a digest).
 
 Clip: ``cmu_iclone_02_01_walk`` (171 frames x 306 curves) from ``../shared/data/mocap`` when present,
 else the demo's generated biped (240 frames). Writes ``benchmark_fit_scene.md`` / ``.json``.
@@ -99,7 +101,7 @@ def _in_the_users_scene(module: str):
     def users_scene(scene, _objects):
         yield scene
 
-    owners = [sys.modules[f"{module}.operators.blender_data.{m}"] for m in ("frames", "armatures")]
+    owners = [sys.modules[f"{module}.operators.blender_data.{m}"] for m in ("frames", "armatures", "meshes")]
     owners.append(sys.modules[f"{module}.operators.fit_spline.object_space"])
     saved = [owner.evaluation_scene for owner in owners]
     for owner in owners:
@@ -169,6 +171,20 @@ def _decimate_row(bpy, ob, args):
     return row
 
 
+def _mesh_read_row(bpy, module, body, args):
+    """The reader of the pose space's and deformation transfer's mesh sequences on one body."""
+    meshes = sys.modules[f"{module}.operators.blender_data.meshes"]
+    first, last = be.fcurve_frame_range(be.action_fcurves(body.parent))
+    frames = [float(f) for f in range(int(first), int(last) + 1)]
+    best = math.inf
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        rows = list(meshes.mesh_sequence_rows(bpy.context.scene, body, frames))
+        best = min(best, time.perf_counter() - t0)
+    digest = hashlib.sha1(b"".join(r.astype("float32").tobytes() for r in rows)).hexdigest()[:12]
+    return dict(seconds=best, frames=len(frames), digest=digest)
+
+
 def run(args) -> dict:
     bpy = be.import_bpy()
     module = be.enable_extension()
@@ -177,8 +193,12 @@ def run(args) -> dict:
     fcs = be.action_fcurves(ob)
     first, last = be.fcurve_frame_range(fcs)
     out = dict(clip=clip, frames=int(last - first + 1), curves=len(fcs), scenes=[])
-    for weight in ("rig alone", "rig and skinned mesh"):
-        vertices = _skin(bpy, ob, args.vertices) if weight != "rig alone" else 0
+    for weight in ("rig alone", "rig and two skinned meshes"):
+        vertices, body = 0, None
+        if weight != "rig alone":
+            vertices = _skin(bpy, ob, args.vertices)
+            body = bpy.data.objects["Body"]
+            vertices += _skin(bpy, ob, args.vertices)  # a second character's body beside it
         t0 = time.perf_counter()
         for f in range(int(first), int(first) + 24):
             bpy.context.scene.frame_set(f)
@@ -192,6 +212,10 @@ def run(args) -> dict:
                 scene["rows"][f"ours reading the rig in the user's scene (before): {label}"] = _fit_row(
                     bpy, ob, args, keywords)
         scene["rows"]["Blender Decimate"] = _decimate_row(bpy, ob, args)
+        if body is not None:
+            scene["rows"]["ours: a body's evaluated vertices at every frame"] = _mesh_read_row(bpy, module, body, args)
+            with _in_the_users_scene(module):
+                scene["rows"]["ours reading them in the user's scene (before)"] = _mesh_read_row(bpy, module, body, args)
         out["scenes"].append(scene)
     return out
 
@@ -212,7 +236,7 @@ def markdown(result: dict, args) -> str:
         for label, row in scene["rows"].items():
             within = "" if "within" not in row else (" ✓" if row["within"] else " ✗")
             name = scene["scene"] + (f" ({scene['vertices']:,} vertices)" if scene["vertices"] else "")
-            rows.append([name, report.fmt(scene["frame_change_ms"], 3), label, row["keys"],
+            rows.append([name, report.fmt(scene["frame_change_ms"], 3), label, row.get("keys", "—"),
                          report.fmt(row["seconds"], 3) + within, row.get("digest", "—"),
                          report.fmt(row["joint_error_cm"], 3) if "joint_error_cm" in row else "—"])
     lines += report.table(["scene", "frame change ms", "row", "keys", "s", "keys digest", "joints max cm"],
