@@ -149,26 +149,10 @@ def _fit_row(bpy, ob, args, keywords):
 
 
 def _decimate_row(bpy, ob, args):
-    import numpy as np
-    from benchmarking.fit_peers import _decimate
+    from benchmarking.fit_peers import decimate_action_by_kind
 
-    orig = ob.animation_data.action
-    act = orig.copy()
-    be.assign_action(ob, act)
-    fcs = be.action_fcurves(ob)
-    kinds = np.array([be.channel_kind(fc) for fc in fcs])
-    t0 = time.perf_counter()
-    for kind, margin in (("rotation", math.radians(args.rot)), ("location", args.loc), ("other", args.loc)):
-        for fc, on in zip(fcs, kinds == kind, strict=True):
-            fc.select = bool(on)
-            for kp in fc.keyframe_points:
-                kp.select_control_point = bool(on)
-        if (kinds == kind).any():
-            _decimate(be.graph_editor_override(), margin)
-    row = dict(seconds=time.perf_counter() - t0, keys=be.count_keys(fcs))
-    be.assign_action(ob, orig)
-    bpy.data.actions.remove(act)
-    return row
+    secs, keys = decimate_action_by_kind(ob, args.rot, args.loc)
+    return dict(seconds=secs, keys=keys)
 
 
 def _mesh_read_row(bpy, module, body, args):

@@ -119,32 +119,11 @@ def _operator_row(bpy, ob, args, keywords):
 
 
 def _decimate_row(bpy, ob, args):
-    import math
+    from benchmarking.fit_peers import decimate_action_by_kind
 
-    import numpy as np
-    from benchmarking.fit_peers import _decimate
-
-    orig = ob.animation_data.action
-    act = orig.copy()
-    be.assign_action(ob, act)
-    fcs = be.action_fcurves(ob)
-    kinds = np.array([be.channel_kind(fc) for fc in fcs])
-    override = be.graph_editor_override()
-    t0 = time.perf_counter()
-    for kind, margin in (("rotation", math.radians(args.rot)), ("location", args.loc), ("other", args.loc)):
-        sel = kinds == kind
-        if not sel.any():
-            continue
-        for fc, on in zip(fcs, sel):
-            fc.select = bool(on)
-            for kp in fc.keyframe_points:
-                kp.select_control_point = bool(on)
-        _decimate(override, margin)
-    secs = time.perf_counter() - t0
-    row = dict(seconds=secs, keys=be.count_keys(fcs), load=os.getloadavg()[0])
-    be.assign_action(ob, orig)
-    bpy.data.actions.remove(act)
-    return row
+    load = os.getloadavg()[0]
+    secs, keys = decimate_action_by_kind(ob, args.rot, args.loc)
+    return dict(seconds=secs, keys=keys, load=load)
 
 
 def child(args) -> int:

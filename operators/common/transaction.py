@@ -35,9 +35,10 @@ from ..blender_data.actions import assign_action, get_action, slot_identifier
 __all__ = ["Transaction", "current_transaction", "transaction", "transactional"]
 
 #: The ``bpy.data`` collections whose new members a rollback removes. Objects first: removing an
-#: object frees its data for removal; shape-key datablocks go with their mesh.
+#: object frees its data for removal; shape-key datablocks go with their mesh. (Scenes: an evaluation
+#: scene, :func:`..blender_data.frames.evaluation_scene`, should a failing run ever leave one.)
 ID_COLLECTIONS = ("objects", "actions", "meshes", "armatures", "images", "texts", "cache_files",
-                  "collections", "materials", "node_groups")
+                  "collections", "materials", "node_groups", "scenes")
 
 _MISSING = object()
 _active: list[Transaction] = []

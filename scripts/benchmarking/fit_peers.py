@@ -27,6 +27,33 @@ def _decimate(override, margin):
         raise RuntimeError(f"graph.decimate returned {res}")
 
 
+def decimate_action_by_kind(ob, rotation_deg: float, location: float) -> tuple[float, int]:
+    """Decimate (ERROR mode) a copy of the action ``ob`` plays, each channel kind at its own margin
+    (rotation in degrees, location and other in scene units): (Decimate's seconds, keys left). The
+    original action is assigned again and the copy removed."""
+    orig = ob.animation_data.action
+    act = orig.copy()
+    be.assign_action(ob, act)
+    try:
+        fcs = be.action_fcurves(ob)
+        kinds = np.array([be.channel_kind(fc) for fc in fcs])
+        override = be.graph_editor_override()
+        t0 = time.perf_counter()
+        for kind, margin in (("rotation", math.radians(rotation_deg)), ("location", location), ("other", location)):
+            sel = kinds == kind
+            if not sel.any():
+                continue
+            for fc, on in zip(fcs, sel, strict=True):
+                fc.select = bool(on)
+                for kp in fc.keyframe_points:
+                    kp.select_control_point = bool(on)
+            _decimate(override, margin)
+        return time.perf_counter() - t0, be.count_keys(fcs)
+    finally:
+        be.assign_action(ob, orig)
+        bpy.data.actions.remove(act)
+
+
 def _select_cols(fcs, cols):
     cols = set(int(c) for c in cols)
     for j, fc in enumerate(fcs):

@@ -32,7 +32,10 @@ def _skinned_mesh(rig):
     u, v = np.meshgrid(np.linspace(0, 2 * np.pi, 48), np.linspace(0.1, np.pi - 0.1, 24))
     points = np.column_stack([np.cos(u).ravel() * np.sin(v).ravel(), np.sin(u).ravel() * np.sin(v).ravel(),
                               2.0 * np.cos(v).ravel() + 2.0])
-    mesh.from_pydata(points.tolist(), [], [])
+    rows, cols = u.shape
+    quads = [(r * cols + c, r * cols + c + 1, (r + 1) * cols + c + 1, (r + 1) * cols + c)
+             for r in range(rows - 1) for c in range(cols - 1)]
+    mesh.from_pydata(points.tolist(), [], quads)
     body = bpy.data.objects.new("Body", mesh)
     bpy.context.scene.collection.objects.link(body)
     body.parent = rig
@@ -111,8 +114,10 @@ def test_a_linked_rig_is_read_as_the_scene_gives_it(scene, frame_changes, tmp_pa
     assert linked.library is not None
     scenes = set(bpy.data.scenes)
     want = world_heads(linked, frames[::4])
+    frame_changes.clear()
     got = _heads(linked, frames[::4])
     np.testing.assert_allclose(got, want, atol=1e-5)
+    assert scene.name not in frame_changes  # (read in an evaluation scene)
     assert set(bpy.data.scenes) == scenes and linked.users_scene[0] == scene and len(linked.users_scene) == 1
 
 
@@ -198,3 +203,86 @@ def test_a_simulated_mesh_is_read_in_the_scene(scene, frame_changes):
     rows = list(meshes.mesh_sequence_rows(scene, cloth, frames[:4]))
     assert len(rows) == 4
     assert frame_changes.count(scene.name) >= 4  # the simulation advanced in the user's scene
+
+
+def _scene_frame_driver(owner, path, scene, index=None):
+    """A driver on ``owner.path`` (``[index]``) that sums the scene's frame (a variable reading the scene)."""
+    driver = (owner.driver_add(path) if index is None else owner.driver_add(path, index)).driver
+    driver.type = "SUM"
+    var = driver.variables.new()
+    var.type = "SINGLE_PROP"
+    var.targets[0].id_type = "SCENE"
+    var.targets[0].id = scene
+    var.targets[0].data_path = "frame_current"
+    return driver
+
+
+def test_drivers_that_may_read_the_scene_keep_the_evaluation_there(scene):
+    frames_module = ext_module("operators.blender_data.frames")
+    rig, _, _ = make_armature("Scripted", n_frames=10)
+    driver = rig.pose.bones["B1"].driver_add("location", 0).driver
+    driver.type = "SCRIPTED"
+    driver.expression = "frame % 7"  # the modulo is not a simple expression: Python evaluates it
+    assert not driver.is_simple_expression
+    face = _skinned_mesh(make_armature("Plain", n_frames=10)[0])
+    face.shape_key_add(name="Basis")
+    _scene_frame_driver(face.shape_key_add(name="Smile"), "value", scene)
+    for ob in (rig, face):
+        with frames_module.evaluation_scene(scene, [ob]) as where:
+            assert where == scene, ob.name
+
+
+def test_a_body_whose_rig_reads_the_scene_is_read_in_the_scene(scene, frame_changes):
+    """The rig comes along with the body: its driver of the scene's frame counts too."""
+    rig, frames, _ = make_armature("Clocked", n_frames=20)
+    _scene_frame_driver(rig.pose.bones["B3"], "location", scene, 0)
+    body = _skinned_mesh(rig)
+    meshes = ext_module("operators.blender_data.meshes")
+    want = _mesh_rows_in_the_scene(body, frames[::6])
+    scene.frame_set(1)
+    frame_changes.clear()
+    got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::6])))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert scene.name in frame_changes
+
+
+def test_simplify_caps_subdivision_in_both_scenes(scene, frame_changes):
+    """The evaluation scene takes the scene's Simplify settings: the same vertex count and positions."""
+    rig, frames, _ = make_armature("Simple", n_frames=20)
+    body = _skinned_mesh(rig)
+    body.modifiers.new("Subdivision", "SUBSURF").levels = 2
+    scene.render.use_simplify, scene.render.simplify_subdivision = True, 0
+    try:
+        meshes = ext_module("operators.blender_data.meshes")
+        want = _mesh_rows_in_the_scene(body, frames[::6])
+        scene.frame_set(1)
+        frame_changes.clear()
+        got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::6])))
+        assert got.shape == want.shape == (len(frames[::6]), 3 * len(body.data.vertices))
+        np.testing.assert_allclose(got, want, atol=1e-5)
+        assert scene.name not in frame_changes
+    finally:
+        scene.render.use_simplify = False
+
+
+def test_a_rig_disabled_in_viewports_is_read_in_the_scene(scene, frame_changes):
+    """A rig the scene evaluates only for the mesh it deforms: an evaluation scene would not evaluate it."""
+    rig, frames, _ = make_armature("Hidden", n_frames=20)
+    _skinned_mesh(rig)
+    rig.hide_viewport = True
+    want = world_heads(rig, frames[::5])
+    frame_changes.clear()
+    got = _heads(rig, frames[::5])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert np.ptp(got[:, 0], axis=0).max() > 0.1  # (it moves: a constant pose would fail)
+
+
+def test_closing_a_mesh_read_part_way_removes_the_evaluation_scene(scene):
+    rig, frames, _ = make_armature("Interrupted", n_frames=20)
+    body = _skinned_mesh(rig)
+    scenes = set(bpy.data.scenes)
+    rows = ext_module("operators.blender_data.meshes").mesh_sequence_rows(scene, body, frames)
+    next(rows)
+    assert set(bpy.data.scenes) != scenes  # (inside the read: the evaluation scene exists)
+    rows.close()
+    assert set(bpy.data.scenes) == scenes and scene.frame_current == 1
