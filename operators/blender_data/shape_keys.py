@@ -20,7 +20,7 @@ import numpy as np
 from .actions import list_fcurves, new_action, new_fcurve
 from .channels import is_shape_key_value_path, shape_key_name_of_path, shape_key_value_path
 from .fcurves import sample_curves, write_dense_linear
-from .frames import visiting_frames
+from .frames import evaluation_scene, visiting_frames
 
 
 def shape_key_fcurves(key: bpy.types.Key) -> dict[str, bpy.types.FCurve]:
@@ -102,9 +102,10 @@ def _vertex_group_weights(ob: bpy.types.Object, name: str, n_vertices: int) -> n
     return weights
 
 
-def _key_values(scene: bpy.types.Scene, key: bpy.types.Key, frames: np.ndarray) -> np.ndarray:
+def _key_values(scene: bpy.types.Scene, ob: bpy.types.Object, key: bpy.types.Key, frames: np.ndarray) -> np.ndarray:
     """The key blocks' values at ``frames``: (n, K). From the Key's F-curves, or, when any value is
-    driven or the Key has NLA tracks, the depsgraph's evaluated values frame by frame."""
+    driven or the Key has NLA tracks, the depsgraph's evaluated values frame by frame (``ob``, the
+    Key's object, in a :func:`.frames.evaluation_scene` of its own)."""
     blocks = list(key.key_blocks)
     adt = key.animation_data
     out = np.empty((frames.size, len(blocks)))
@@ -115,7 +116,7 @@ def _key_values(scene: bpy.types.Scene, key: bpy.types.Key, frames: np.ndarray) 
             out[:, j] = kb.value if fc is None else sample_curves([fc], frames)[1][:, 0]
         return out
     buf = np.empty(len(blocks), dtype=np.float32)
-    with visiting_frames(scene) as go_to:
+    with evaluation_scene(scene, [ob]) as where, visiting_frames(where) as go_to:
         for i, f in enumerate(frames.tolist()):
             key_eval: Any = key.evaluated_get(go_to(f))
             key_eval.key_blocks.foreach_get("value", buf)
@@ -152,7 +153,7 @@ def read_shape_key_matrix(scene: bpy.types.Scene, ob: bpy.types.Object, frames: 
     coords = read_key_block_coords(key)  # (K, V, 3)
     n_vert = coords.shape[1]
     frames_arr = np.asarray(frames, dtype=np.float64)
-    values = _key_values(scene, key, frames_arr)  # (n, K)
+    values = _key_values(scene, ob, key, frames_arr)  # (n, K)
     ref = key.reference_key.name
     z = np.repeat(coords[names.index(ref)].reshape(1, -1), frames_arr.size, axis=0)
     for j, kb in enumerate(blocks):

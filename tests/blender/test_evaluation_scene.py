@@ -286,3 +286,30 @@ def test_closing_a_mesh_read_part_way_removes_the_evaluation_scene(scene):
     assert set(bpy.data.scenes) != scenes  # (inside the read: the evaluation scene exists)
     rows.close()
     assert set(bpy.data.scenes) == scenes and scene.frame_current == 1
+
+
+def test_shape_keys_driven_by_a_rig_are_read_without_the_rest_of_the_scene(scene, frame_changes):
+    rig, frames, _ = make_armature("Jaw", n_frames=24)
+    face = _skinned_mesh(rig)
+    _skinned_mesh(rig).name = "Bystander"
+    face.shape_key_add(name="Basis")
+    smile = face.shape_key_add(name="Smile")
+    driver = smile.driver_add("value").driver
+    driver.type = "SUM"
+    var = driver.variables.new()
+    var.type = "TRANSFORMS"
+    var.targets[0].id = rig
+    var.targets[0].bone_target = "B2"
+    var.targets[0].transform_type = "ROT_X"
+    var.targets[0].transform_space = "LOCAL_SPACE"
+    key = face.data.shape_keys
+    want = []
+    for f in frames[::4]:
+        scene.frame_set(int(f))
+        want.append([kb.value for kb in key.evaluated_get(bpy.context.evaluated_depsgraph_get()).key_blocks])
+    scene.frame_set(1)
+    frame_changes.clear()
+    got = ext_module("operators.blender_data.shape_keys")._key_values(scene, face, key, frames[::4])
+    np.testing.assert_allclose(got, np.array(want), atol=1e-6)
+    assert np.ptp(got[:, 1]) > 0.05  # the driven value moves with the bone
+    assert scene.name not in frame_changes
