@@ -84,16 +84,22 @@ def test_parents_and_constraint_targets_animated_outside_come_along(scene, frame
     assert bpy.context.scene.name not in frame_changes
 
 
-def test_a_rig_whose_driver_reads_the_scene_is_read_in_the_scene(scene, frame_changes):
-    ob, frames, _ = make_armature("Driven", n_frames=30)
-    scene = bpy.context.scene
-    driven = ob.pose.bones["B3"].driver_add("location", 0).driver
-    driven.type = "SUM"
-    var = driven.variables.new()
+def _scene_frame_driver(owner, path, scene, index=None):
+    """A driver on ``owner.path`` (``[index]``) that sums the scene's frame (a variable reading the scene)."""
+    driver = (owner.driver_add(path) if index is None else owner.driver_add(path, index)).driver
+    driver.type = "SUM"
+    var = driver.variables.new()
     var.type = "SINGLE_PROP"
     var.targets[0].id_type = "SCENE"
     var.targets[0].id = scene
     var.targets[0].data_path = "frame_current"
+    return driver
+
+
+def test_a_rig_whose_driver_reads_the_scene_is_read_in_the_scene(scene, frame_changes):
+    ob, frames, _ = make_armature("Driven", n_frames=30)
+    scene = bpy.context.scene
+    _scene_frame_driver(ob.pose.bones["B3"], "location", scene, 0)
     want = world_heads(ob, frames[::5])
     frame_changes.clear()
     got = _heads(ob, frames[::5])
@@ -180,16 +186,23 @@ def _mesh_rows_in_the_scene(ob, frames):
     return np.array(rows)
 
 
+def _mesh_rows_as_the_scene_gives_them(scene, body, frames, frame_changes):
+    """``mesh_sequence_rows`` of ``body``, checked against the oracle; ``frame_changes`` then holds the
+    scenes whose frame the read changed."""
+    want = _mesh_rows_in_the_scene(body, frames)
+    scene.frame_set(1)
+    frame_changes.clear()
+    got = np.array(list(ext_module("operators.blender_data.meshes").mesh_sequence_rows(scene, body, frames)))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    return got
+
+
 def test_a_mesh_deformed_by_a_rig_is_read_without_the_rest_of_the_scene(scene, frame_changes):
     rig, frames, _ = make_armature("Puppeteer", n_frames=30)
     body = _skinned_mesh(rig)
     _skinned_mesh(rig).name = "Bystander"  # the rest of the scene, not read
-    meshes = ext_module("operators.blender_data.meshes")
-    want = _mesh_rows_in_the_scene(body, frames[::5])
-    scene.frame_set(1)
-    frame_changes.clear()
-    got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::5])))
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    got = _mesh_rows_as_the_scene_gives_them(scene, body, frames[::5], frame_changes)
     assert scene.name not in frame_changes and frame_changes
     assert np.ptp(got, axis=0).max() > 0.1  # the body moves with the rig
 
@@ -203,18 +216,6 @@ def test_a_simulated_mesh_is_read_in_the_scene(scene, frame_changes):
     rows = list(meshes.mesh_sequence_rows(scene, cloth, frames[:4]))
     assert len(rows) == 4
     assert frame_changes.count(scene.name) >= 4  # the simulation advanced in the user's scene
-
-
-def _scene_frame_driver(owner, path, scene, index=None):
-    """A driver on ``owner.path`` (``[index]``) that sums the scene's frame (a variable reading the scene)."""
-    driver = (owner.driver_add(path) if index is None else owner.driver_add(path, index)).driver
-    driver.type = "SUM"
-    var = driver.variables.new()
-    var.type = "SINGLE_PROP"
-    var.targets[0].id_type = "SCENE"
-    var.targets[0].id = scene
-    var.targets[0].data_path = "frame_current"
-    return driver
 
 
 def test_drivers_that_may_read_the_scene_keep_the_evaluation_there(scene):
@@ -237,12 +238,7 @@ def test_a_body_whose_rig_reads_the_scene_is_read_in_the_scene(scene, frame_chan
     rig, frames, _ = make_armature("Clocked", n_frames=20)
     _scene_frame_driver(rig.pose.bones["B3"], "location", scene, 0)
     body = _skinned_mesh(rig)
-    meshes = ext_module("operators.blender_data.meshes")
-    want = _mesh_rows_in_the_scene(body, frames[::6])
-    scene.frame_set(1)
-    frame_changes.clear()
-    got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::6])))
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    _mesh_rows_as_the_scene_gives_them(scene, body, frames[::6], frame_changes)
     assert scene.name in frame_changes
 
 
@@ -253,13 +249,8 @@ def test_simplify_caps_subdivision_in_both_scenes(scene, frame_changes):
     body.modifiers.new("Subdivision", "SUBSURF").levels = 2
     scene.render.use_simplify, scene.render.simplify_subdivision = True, 0
     try:
-        meshes = ext_module("operators.blender_data.meshes")
-        want = _mesh_rows_in_the_scene(body, frames[::6])
-        scene.frame_set(1)
-        frame_changes.clear()
-        got = np.array(list(meshes.mesh_sequence_rows(scene, body, frames[::6])))
-        assert got.shape == want.shape == (len(frames[::6]), 3 * len(body.data.vertices))
-        np.testing.assert_allclose(got, want, atol=1e-5)
+        got = _mesh_rows_as_the_scene_gives_them(scene, body, frames[::6], frame_changes)
+        assert got.shape == (len(frames[::6]), 3 * len(body.data.vertices))  # (Simplify: no subdivision)
         assert scene.name not in frame_changes
     finally:
         scene.render.use_simplify = False

@@ -12,6 +12,7 @@ pytest.importorskip("numba", reason="numba is not installed: Editable Keys runs 
 
 from anim_signals.splines import fast_search, segment_fit  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
+from anim_signals.splines.generated import wavy_walk  # noqa: E402
 
 MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mocap"
 
@@ -19,10 +20,7 @@ MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mocap"
 def corner_clip(seed, n=300, m=8):
     """Smooth motion with steps, kinks and noise: corners for the free twin, eases for the probes."""
     rng = np.random.default_rng(seed)
-    frames = np.arange(n, dtype=float)
-    t = frames[:, None] / n
-    values = (np.sin(2 * np.pi * t * rng.uniform(0.5, 5, m) + rng.uniform(0, 6, m)) * rng.uniform(0.3, 3, m)
-              + 0.01 * np.cumsum(rng.normal(size=(n, m)), axis=0))
+    frames, values = wavy_walk(rng, n, m, frequency_max=5.0, amplitude_min=0.3, walk=0.01)
     values[n // 3:, 0] += 1.2  # a step
     values[:, 1] = np.abs(frames - n / 2) / 40.0  # a kink
     values[:, 2] = np.where(frames % 90 < 45, frames % 90, 90 - frames % 90) / 30.0  # a zigzag: corners

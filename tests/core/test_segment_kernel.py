@@ -15,6 +15,7 @@ pytest.importorskip("numba", reason="numba is not installed: the numpy cascade r
 
 from anim_signals.splines import fast_search, search_kernel, segment_fit, segment_kernel  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
+from anim_signals.splines.generated import wavy_walk  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,11 +25,7 @@ def numpy_only(monkeypatch):
 
 
 def clip(seed, n=160, m=6):
-    rng = np.random.default_rng(seed)
-    frames = np.arange(n, dtype=float)
-    t = frames[:, None] / n
-    values = (np.sin(2 * np.pi * t * rng.uniform(0.5, 4, m) + rng.uniform(0, 6, m)) * rng.uniform(0.2, 3, m)
-              + 0.02 * np.cumsum(rng.normal(size=(n, m)), axis=0))
+    frames, values = wavy_walk(seed, n, m)
     values[n // 2:, 0] += 0.8  # a step: corners and long-failing segments
     return frames, values
 
