@@ -19,7 +19,8 @@ MODE_ITEMS = [
      "tangents). Fast; the spline settings do not apply"),
     ("EDITABLE", "Editable Keys", "Few keys on original samples with ALIGNED handles (smooth tangents you can edit), "
      "broken only at corners and contacts. A few more keys than Fewest Keys"),
-    ("AUTO", "Auto Spline", "Spline keys: try shared and per-curve knots, keep whichever writes fewer keys"),
+    ("AUTO", "Auto Spline", "Spline keys: per-curve knots, and shared knots too unless the per-curve keys show they would "
+     "write more; keeps whichever writes fewer keys"),
     ("LATENT", "Shared Keys", "All curves share the same key frames (Mukai's latent spline of the whole pose): "
      "reads like hand-keyed poses in the Dope Sheet"),
     ("PER_CHANNEL", "Per Curve Spline", "Spline keys, every curve its own key frames (knots by CMA-ES)"),

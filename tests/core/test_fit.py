@@ -92,6 +92,62 @@ def test_auto_keeps_the_cheaper_mode():
     assert A.fit_channels(y, np.arange(150.0), tol, mode="AUTO").n_keys == min(counts.values())
 
 
+def _runs_of_auto(monkeypatch, y, tol):
+    """AUTO's fit of ``y`` and the modes it ran (a spy on the fitting runs)."""
+    from anim_signals.splines import fitting
+
+    ran = []
+    real = fitting._fit_run
+
+    def spy(samples, tol, moving, mode, *args, **kwargs):
+        ran.append(mode)
+        return (yield from real(samples, tol, moving, mode, *args, **kwargs))
+
+    monkeypatch.setattr(fitting, "_fit_run", spy)
+    fit = A.fit_channels(y, np.arange(float(len(y))), tol, mode="AUTO")
+    monkeypatch.undo()
+    return fit, ran
+
+
+def test_auto_skips_a_latent_spline_that_cannot_win(monkeypatch):
+    """18 smooth curves and 2 random walks: one shared knot vector would key all 20 curves as often
+    as the walks need (fitted on its own, about 5x the per-curve keys); AUTO does not fit it."""
+    t = np.linspace(0, 1, 200)
+    rng = np.random.default_rng(0)
+    y = np.column_stack([np.sin(2 * np.pi * t[:, None] + rng.uniform(0, 6, 18)),
+                         np.cumsum(rng.normal(0, 0.05, (200, 2)), axis=0)])
+    auto, ran = _runs_of_auto(monkeypatch, y, 0.01)
+    per_curve = A.fit_channels(y, np.arange(200.0), 0.01, mode="PER_CHANNEL")
+    latent = A.fit_channels(y, np.arange(200.0), 0.01, mode="LATENT")
+    assert ran == ["PER_CHANNEL"]
+    assert latent.n_keys > 2 * per_curve.n_keys  # skipping it lost nothing
+    assert auto.mode_used == "PER_CHANNEL"
+    for a, b in zip(auto.curves, per_curve.curves, strict=True):
+        np.testing.assert_array_equal(a.co, b.co)
+        np.testing.assert_array_equal(a.handle_left, b.handle_left)
+
+
+def test_auto_fits_the_latent_spline_where_it_may_win(monkeypatch):
+    """Curves alike in how many keys they need: the latent spline is fitted too (here it writes a
+    few more keys than per curve; AUTO keeps the fewer)."""
+    y = burst_clip(n=150, m=6, seed=1)
+    auto, ran = _runs_of_auto(monkeypatch, y, 0.01)
+    assert ran == ["PER_CHANNEL", "LATENT"]
+    counts = {m: A.fit_channels(y, np.arange(150.0), 0.01, mode=m).n_keys for m in ("LATENT", "PER_CHANNEL")}
+    assert auto.n_keys == min(counts.values()) and auto.mode_used == min(counts, key=counts.get)
+
+
+def test_auto_keeps_the_latent_spline_on_equal_keys():
+    """Two identical curves at one tolerance: both modes write the same keys; AUTO keeps the
+    latent spline (listed first), whose keys share their frames."""
+    t = np.linspace(0, 1, 120)
+    y = np.column_stack([np.sin(5 * t), np.sin(5 * t)])
+    counts = {m: A.fit_channels(y, np.arange(120.0), 0.001, mode=m).n_keys for m in ("LATENT", "PER_CHANNEL")}
+    fit = A.fit_channels(y, np.arange(120.0), 0.001, mode="AUTO")
+    assert counts["LATENT"] == counts["PER_CHANNEL"] == fit.n_keys
+    assert fit.mode_used == "LATENT"
+
+
 def test_noise_beyond_knot_spacing_falls_back_to_exact_keys():
     y = np.random.default_rng(5).normal(0, 1, (60, 1))
     fit = A.fit_channels(y, np.arange(60.0), 1e-4, mode="PER_CHANNEL")
