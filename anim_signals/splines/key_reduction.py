@@ -297,7 +297,7 @@ def fewest_keys(
 
 def warm_up() -> str:
     """Compile (or load from numba's disk cache) every form of the segment test a fit uses, and the
-    spline modes' knot scoring where it runs compiled (in this process).
+    spline modes' knot scoring where it runs compiled (in this process or the worker process).
 
     The first fit after an install or an update otherwise waits for the compile: about 20 s on a
     2-core machine, once (later processes load the cache in about a second). Blender's UI calls
@@ -329,7 +329,7 @@ def warm_up() -> str:
 
 def _warm_up_knot_scoring() -> None:
     """Compile the spline modes' knot scoring, insertion step and local refits too, where they run compiled (in this
-    process only). A failure there is recorded (the spline modes then run on numpy), not raised: the
+    process or the worker process). A failure there is recorded (the spline modes then run on numpy), not raised: the
     segment test above works."""
     import warnings
 
@@ -345,7 +345,7 @@ def _warm_up_knot_scoring() -> None:
     try:
         _, _, per_sample = kernel.score_candidates(knots, n_ctrl, tau, data, np.zeros(1, dtype=np.int64), None, data,
                                                    3, LSQ_RIDGE, True)
-        kernel.split_spans(np.array([0.5]), tau, tau, per_sample[0] * 0.0 + 2.0, 0.01, 0.25, 1.0)
+        kernel.split_lane_spans([np.array([0.5])], tau, tau, per_sample * 0.0 + 2.0, 0.01, 0.25, 1.0)
         refit = (knots, n_ctrl, np.zeros(1, np.int64), n_ctrl, np.zeros((1, int(n_ctrl[0]), 1)),
                  np.zeros(1, np.int64), np.full(1, tau.size), tau, data, np.zeros(1, np.int64), None, data, 3, LSQ_RIDGE)
         kernel.local_refits(*refit)  # the removal rounds' local refits, both outputs

@@ -99,14 +99,18 @@ _SCORER_FAILURE: list[str] = []
 
 
 def compiled_spline_kernel():
-    """The module :mod:`.spline_kernel` where the segment test runs compiled in this process, else
-    None (numpy: no numba, ``ANIM_SIGNALS_KERNEL=numpy``, a process where numba must not load, whose
-    segment test runs in a worker, or a compiled step that failed here)."""
+    """The module :mod:`.spline_kernel` where the segment test runs compiled in this process, its
+    stand-in :attr:`.segment_process.WorkerKernel.spline_kernel` where the segment test runs in a
+    worker process (a process where numba must not load), else None (numpy: no numba,
+    ``ANIM_SIGNALS_KERNEL=numpy``, or a compiled step that failed here)."""
     if _SCORER_FAILURE:
         return None
     from . import segment_fit
 
-    if segment_fit.kernel_location() != "process":
+    location = segment_fit.kernel_location()
+    if location == "worker":
+        return segment_fit._kernel().spline_kernel
+    if location != "process":
         return None
     try:
         from . import spline_kernel
@@ -195,6 +199,22 @@ class KnotProblem:
     evaluations: int = 0
     local_evaluations: int = 0
     generations: int = 0
+
+    def __post_init__(self) -> None:
+        # The data stays as built: read-only views, which a kernel worker process
+        # (:mod:`.segment_process`) receives once per fit and names by a token after that.
+        views: dict[int, np.ndarray] = {}
+
+        def read_only(array: np.ndarray) -> np.ndarray:
+            if id(array) not in views:
+                view = np.asarray(array).view()
+                view.flags.writeable = False
+                views[id(array)] = view
+            return views[id(array)]
+
+        self.tau, self.target, self.latent = read_only(self.tau), read_only(self.target), read_only(self.latent)
+        if self.basis is not None:
+            self.basis = read_only(self.basis)
 
     @classmethod
     def build(

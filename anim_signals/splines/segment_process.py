@@ -1,12 +1,15 @@
-"""The compiled segment test in a worker process, for processes where numba must not run.
+"""The compiled kernels in a worker process, for processes where numba must not run.
 
 numba compiles with llvmlite, which carries its own LLVM. On Linux, a process that already holds
 another LLVM in its global symbol scope (Mesa's OpenGL drivers link libLLVM: Blender with an Intel
 or AMD GPU, or software GL) makes llvmlite call into that LLVM and crash the process. There the
 segment test runs in a child Python process instead: it gets the clip's values once per fit and
 then one request per batch of segments (a few tens of microseconds of pipe traffic each), and
-answers with the same arrays :func:`.segment_kernel.fit_segment_batch` returns. The child is
-started on first use, kept for later fits and ended with the parent.
+answers with the same arrays :func:`.segment_kernel.fit_segment_batch` returns. The spline modes'
+kernels (:mod:`.spline_kernel`: knot scoring, insertion, local refits) run there too
+(:attr:`WorkerKernel.spline_kernel`): a fit's big read-only arrays (sample times, the tolerance-scaled
+curves) go over once and are named by a token in later requests. The child is started on first use,
+kept for later fits and ended with the parent.
 
 :func:`foreign_llvm_loaded` is the test; :mod:`.segment_fit` picks in-process, this worker, or
 numpy.
@@ -21,6 +24,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import NoReturn
 
@@ -89,6 +93,15 @@ _BATCH = struct.Struct("<QQ?qd")  # message size, n, between, Lawson iterations,
 _BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)
 _BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)  # ok, pair, alpha, beta, c1, c2, error
 _PICKLED, _BATCH_TAG = b"P", b"B"
+# The spline kernels' functions the child answers.
+SPLINE_FUNCTIONS = ("score_candidates", "local_refits", "split_spans", "split_lane_spans")
+# A read-only array argument of at least this many bytes is sent once and named by a token after that;
+# the child keeps the last _HELD_MAX of them (the parent says which to drop).
+_HELD_MIN_BYTES = 8192
+_HELD_MAX = 16
+# How an argument of a spline request travels: as it is, as a token of an array the child holds, or as
+# an array the child is to hold under a new token.
+_VALUE, _TOKEN, _HOLD = 0, 1, 2
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -165,7 +178,12 @@ class WorkerKernel:
         self.python = python or python_executable() or sys.executable
         self._process: subprocess.Popen | None = None
         self._clip: tuple | None = None  # the (frames, columns) the child holds, kept alive here
+        # id -> (array, token): read-only arrays the child holds (kept alive here, so no other array
+        # takes their id)
+        self._held: OrderedDict[int, tuple[np.ndarray, int]] = OrderedDict()
+        self._next_token = 0
         self._lock = threading.Lock()
+        self.spline_kernel = _SplineKernel(self)
         atexit.register(self.close)
 
     def _start(self) -> subprocess.Popen:
@@ -189,6 +207,7 @@ class WorkerKernel:
             raise RuntimeError(f"the segment worker cannot run the compiled kernel: {status}")
         self._process = process
         self._clip = None
+        self._held.clear()
         return process
 
     def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
@@ -267,8 +286,40 @@ class WorkerKernel:
             self._clip = clip
         return stdin, stdout
 
+    def spline(self, name: str, args: tuple, kwargs: dict):
+        """:mod:`.spline_kernel`'s function ``name`` answered by the child (:attr:`spline_kernel`)."""
+        with self._lock:
+            process = self._running()
+            assert process.stdin is not None and process.stdout is not None
+            packed = [self._pack(a) for a in args]
+            packed_kwargs = {k: self._pack(v) for k, v in kwargs.items()}
+            drops = []
+            while len(self._held) > _HELD_MAX:
+                drops.append(self._held.popitem(last=False)[1][1])
+            try:
+                _send(process.stdin.fileno(), ("spline", (name, packed, packed_kwargs, drops)))
+                answer = _receive_answer(process.stdout.fileno(), 0)
+            except (OSError, EOFError) as exc:
+                self._stopped(process, exc)
+        if isinstance(answer, str):
+            raise RuntimeError(f"the kernel worker failed: {answer}")
+        return answer
+
+    def _pack(self, value) -> tuple:
+        """One argument of a spline request: a read-only array the child holds goes as its token."""
+        if not (isinstance(value, np.ndarray) and not value.flags.writeable and value.nbytes >= _HELD_MIN_BYTES):
+            return (_VALUE, value)
+        held = self._held.get(id(value))
+        if held is not None and held[0] is value:
+            self._held.move_to_end(id(value))
+            return (_TOKEN, held[1])
+        token, self._next_token = self._next_token, self._next_token + 1
+        self._held[id(value)] = (value, token)
+        return (_HOLD, (token, value))
+
     def _stopped(self, process, exc) -> NoReturn:
         self._process, self._clip = None, None
+        self._held.clear()
         _end(process)
         raise RuntimeError(f"the segment worker stopped ({type(exc).__name__}: {exc})") from exc
 
@@ -285,6 +336,38 @@ class WorkerKernel:
             except Exception:  # noqa: BLE001 - a worker that does not stop is killed
                 pass
         _end(process)
+
+
+class _SplineKernel:
+    """:mod:`.spline_kernel`'s functions (:data:`SPLINE_FUNCTIONS`), same arguments and results,
+    answered by a :class:`WorkerKernel`'s child."""
+
+    def __init__(self, worker: WorkerKernel) -> None:
+        self._worker = worker
+
+    def score_candidates(self, *args, **kwargs):
+        return self._worker.spline("score_candidates", args, kwargs)
+
+    def local_refits(self, *args, **kwargs):
+        return self._worker.spline("local_refits", args, kwargs)
+
+    def split_spans(self, *args, **kwargs):
+        return self._worker.spline("split_spans", args, kwargs)
+
+    def split_lane_spans(self, *args, **kwargs):
+        return self._worker.spline("split_lane_spans", args, kwargs)
+
+
+def _unpack(packed: tuple, held: dict):  # pragma: no cover - runs in the child process
+    kind, value = packed
+    if kind == _TOKEN:
+        return held[value]
+    if kind == _HOLD:
+        token, array = value
+        array.flags.writeable = False  # (pickle hands back a writeable copy)
+        held[token] = array
+        return array
+    return value
 
 
 def _end(process: subprocess.Popen) -> None:
@@ -308,6 +391,7 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # nothing printed may reach the pipe
     clip = None
     kernel = None
+    held: dict[int, np.ndarray] = {}
     while True:
         try:
             op, payload = _receive(stdin)
@@ -331,6 +415,17 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                 _send(stdout, search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations,
                                               ridge, gate, probes, first_length, free_values, units, start, stop_at,
                                               editable))
+            elif op == "spline":
+                from . import spline_kernel
+
+                name, packed, packed_kwargs, drops = payload
+                for token in drops:
+                    held.pop(token, None)
+                if name not in SPLINE_FUNCTIONS:
+                    raise ValueError(f"no spline kernel function {name!r}")
+                args = [_unpack(a, held) for a in packed]
+                kwargs = {k: _unpack(v, held) for k, v in packed_kwargs.items()}
+                _send(stdout, getattr(spline_kernel, name)(*args, **kwargs))
             elif op == "values":
                 from .segment_kernel import bezier_values
 

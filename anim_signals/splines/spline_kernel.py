@@ -8,10 +8,10 @@ the banded normal equations with the same relative ridge, a banded Cholesky solv
 residuals reduced as they are made. Candidates are split over threads (the kernel releases the
 GIL). The scores equal numpy's up to rounding (``tests/core/test_spline_kernel.py``).
 
-It runs where the segment test runs compiled in this process (:func:`.segment_fit.kernel_location`
-is ``'process'``): never in a process where numba must not load (Blender beside Mesa's LLVM;
-:mod:`.segment_process`), where the numpy scoring stays. ``ANIM_SIGNALS_KERNEL=numpy`` turns it off
-with the segment test.
+It runs where the segment test runs compiled (:func:`.segment_fit.kernel_location`): in this
+process, or, in a process where numba must not load (Blender beside Mesa's LLVM), in the segment
+test's worker process (:attr:`.segment_process.WorkerKernel.spline_kernel`). Without numba the
+numpy scoring stays; ``ANIM_SIGNALS_KERNEL=numpy`` turns it off with the segment test.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from .compiled import THREADS, compile_lazily, pool
 
-__all__ = ["local_refits", "score_candidates", "split_spans"]
+__all__ = ["local_refits", "score_candidates", "split_lane_spans", "split_spans"]
 
 # Candidates x samples below this run in the calling thread.
 _SPLIT_MIN = 20_000
@@ -450,6 +450,25 @@ def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float
                          np.ascontiguousarray(per_sample, dtype=np.float64), float(min_gap), float(fraction),
                          float(feasible), out)
     return None if count < 0 else out[:count].copy()
+
+
+def split_lane_spans(internals, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):
+    """:func:`split_spans` for several lanes: ``internals`` a list of K lanes' knots, ``per_sample``
+    (K, N) their max error per sample; a list of the grown knots (None where none can split).
+
+    Examples
+    --------
+    >>> tau = np.linspace(0.0, 1.0, 11)
+    >>> grown = split_lane_spans([np.zeros(0), np.array([0.5])], tau, tau, np.array([[2.0] * 11, [0.5] * 11]),
+    ...                          0.01, 0.25, 1.0)
+    >>> grown[0].size, grown[1] is None
+    (1, True)
+    """
+    tau = np.ascontiguousarray(tau, dtype=np.float64)
+    grid = np.ascontiguousarray(grid, dtype=np.float64)
+    per_sample = np.ascontiguousarray(per_sample, dtype=np.float64)
+    return [split_spans(internal, tau, grid, per_sample[k], min_gap, fraction, feasible)
+            for k, internal in enumerate(internals)]
 
 
 def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: int, ridge: float,

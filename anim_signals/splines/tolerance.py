@@ -106,21 +106,12 @@ def fit_lanes(problem: KnotProblem, internal: Sequence[np.ndarray], lanes: Seque
 def _insert_knots(
     problem: KnotProblem, internal: np.ndarray, per_sample: np.ndarray, snap: np.ndarray | None
 ) -> np.ndarray | None:
-    """New knots in the worst spans whose samples break the tolerance; None if none can split.
+    """New knots in the worst spans whose samples break the tolerance; None if none can split
+    (numpy; :func:`_insert_knots_of_lanes` runs it compiled where the scoring is).
 
     Vectorised over the spans (samples are sorted, so each span's samples are one run): a
     loop over spans that scans every sample would make a long clip's insertion quadratic.
-    Compiled where the scoring is (:func:`.spline_kernel.split_spans`, the same knots).
     """
-    kernel = compiled_spline_kernel()
-    if kernel is not None:  # the same step in machine code (a Python call per lane per round here)
-        try:
-            return kernel.split_spans(internal, problem.tau, problem.tau if snap is None else snap, per_sample,
-                                      problem.min_gap, INSERT_FRACTION, FEASIBLE)
-        except Exception as exc:  # noqa: BLE001 - numpy takes the same step
-            _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
-            warnings.warn(f"the compiled knot insertion failed ({_SCORER_FAILURE[0]}); running it on numpy",
-                          RuntimeWarning, stacklevel=2)
     breaks = np.concatenate([[0.0], internal, [1.0]])
     seg = np.clip(np.searchsorted(breaks, problem.tau, side="right") - 1, 0, breaks.size - 2)
     grid = problem.tau if snap is None else snap
@@ -158,6 +149,23 @@ def _insert_knots(
     return np.sort(np.concatenate([internal, new_knots[order[:take]]]))
 
 
+def _insert_knots_of_lanes(problem: KnotProblem, internals: list[np.ndarray], per_sample: np.ndarray,
+                           snap: np.ndarray | None) -> list[np.ndarray | None]:
+    """:func:`_insert_knots` for several lanes (``per_sample`` one row each): in one call of the
+    compiled step where the scoring is compiled (:func:`.spline_kernel.split_lane_spans`, the same
+    knots; one request per round where it runs in a worker process)."""
+    kernel = compiled_spline_kernel()
+    if kernel is not None and internals:
+        try:
+            return kernel.split_lane_spans(internals, problem.tau, problem.tau if snap is None else snap, per_sample,
+                                           problem.min_gap, INSERT_FRACTION, FEASIBLE)
+        except Exception as exc:  # noqa: BLE001 - numpy takes the same step
+            _SCORER_FAILURE.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"the compiled knot insertion failed ({_SCORER_FAILURE[0]}); running it on numpy",
+                          RuntimeWarning, stacklevel=2)
+    return [_insert_knots(problem, internal, row, snap) for internal, row in zip(internals, per_sample, strict=True)]
+
+
 def _insert_until_feasible(
     problem: KnotProblem, internal: list[np.ndarray], feasible: np.ndarray, snap: np.ndarray | None
 ) -> Generator[float, None, None]:
@@ -167,12 +175,12 @@ def _insert_until_feasible(
     while active:
         mx, _, per_sample = problem.score([internal[c] for c in active], np.array(active), samples=True)
         assert per_sample is not None
+        missing = np.flatnonzero(mx > FEASIBLE)
+        feasible[[c for k, c in enumerate(active) if mx[k] <= FEASIBLE]] = True
+        lanes = [active[k] for k in missing]
         still = []
-        for k, c in enumerate(active):
-            if mx[k] <= FEASIBLE:
-                feasible[c] = True
-                continue
-            grown = _insert_knots(problem, internal[c], per_sample[k], snap)
+        for c, grown in zip(lanes, _insert_knots_of_lanes(problem, [internal[c] for c in lanes], per_sample[missing],
+                                                          snap), strict=True):
             if grown is not None:
                 internal[c] = grown
                 still.append(c)

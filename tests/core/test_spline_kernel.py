@@ -112,6 +112,7 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
     problem = knot_search.KnotProblem.lanes(tau, np.sin(9 * tau)[:, None], 3, 2)
     grid = np.linspace(0.0, 1.0, 33) if snap else None
     cases = 0
+    internals, rows, wants = [], [], []
     for trial in range(60):
         internal = np.sort(rng.choice(tau[2:-2], rng.integers(0, 12), replace=False))
         if trial % 3 == 0 and internal.size > 2:  # knots closer than the samples: spans without any
@@ -121,12 +122,12 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
             per_sample = np.round(per_sample * 2) / 2  # ties between spans' worst errors
         if trial == 7:
             per_sample[:] = 0.5  # within tolerance everywhere
-        want = None
-        with monkeypatch.context() as patch:
-            patch.setattr(tolerance, "compiled_spline_kernel", lambda: None)
-            want = tolerance._insert_knots(problem, internal, per_sample, grid)
+        want = tolerance._insert_knots(problem, internal, per_sample, grid)  # numpy
         got = spline_kernel.split_spans(internal, tau, tau if grid is None else grid, per_sample, problem.min_gap,
                                         tolerance.INSERT_FRACTION, knot_search.FEASIBLE)
+        internals.append(internal)
+        rows.append(per_sample)
+        wants.append(want)
         if want is None:
             assert got is None, trial
         else:
@@ -134,6 +135,13 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
             np.testing.assert_array_equal(got, want, err_msg=f"trial {trial}")
     assert cases > 40
     assert spline_kernel.split_spans(np.array([0.5]), tau, np.zeros(0), np.full(tau.size, 3.0), 0.01, 0.25, 1.0) is None
+    # every lane at once (what a tolerance search's round runs), and through the search's own step
+    together = tolerance._insert_knots_of_lanes(problem, internals, np.array(rows), grid)
+    assert len(together) == len(wants)
+    for got, want in zip(together, wants, strict=True):
+        assert (got is None) == (want is None)
+        if want is not None:
+            np.testing.assert_array_equal(got, want)
 
 
 def test_a_lane_outside_the_problem_is_refused():
@@ -256,3 +264,76 @@ def test_local_refits_split_over_threads_equal_one_by_one(monkeypatch):
     with pytest.raises(IndexError, match="lane"):
         spline_kernel.local_refits(*fields, problem.tau, problem.latent, lanes + 10, None, problem.target, 3,
                                    LSQ_RIDGE)
+
+
+def test_the_spline_modes_through_a_worker_process_give_the_same_keys(monkeypatch):
+    """Where numba must not run in the process (Blender beside Mesa), the knot scoring, insertion
+    and local refits run in the segment worker: the same keys as in this process, the fit's big
+    read-only arrays sent once each, and a dead worker started again."""
+    from anim_signals import fit_channels
+    from anim_signals.splines import segment_process
+
+    if segment_fit.kernel_location() != "process":
+        pytest.skip("the segment test does not run compiled in this process")
+    rng = np.random.default_rng(8)
+    n = 400
+    t = np.linspace(0.0, 1.0, n)
+    values = np.column_stack([np.sin(2 * np.pi * (2 + c) * t + c) for c in range(5)]
+                             + [np.cumsum(rng.normal(0.0, 0.02, n))])
+    frames = np.arange(float(n))
+    local = {mode: fit_channels(values, frames, 0.01, mode=mode) for mode in ("PER_CHANNEL", "LATENT")}
+    worker = segment_process.WorkerKernel()
+    requests, held = [], []
+    real_spline, real_pack = worker.spline, worker._pack
+    monkeypatch.setattr(worker, "spline", lambda name, a, k: requests.append(name) or real_spline(name, a, k))
+    monkeypatch.setattr(worker, "_pack", lambda v: (lambda p: held.append(p[0]) or p)(real_pack(v)))
+    try:
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        assert knot_search.compiled_spline_kernel() is worker.spline_kernel
+        for mode, want in local.items():
+            got = fit_channels(values, frames, 0.01, mode=mode)
+            for a, b in zip(got.curves, want.curves, strict=True):
+                np.testing.assert_array_equal(a.co, b.co, err_msg=mode)
+                np.testing.assert_array_equal(a.handle_left, b.handle_left, err_msg=mode)
+                np.testing.assert_array_equal(a.handle_right, b.handle_right, err_msg=mode)
+        assert {"score_candidates", "split_lane_spans", "local_refits"} <= set(requests)
+        sent, named = held.count(segment_process._HOLD), held.count(segment_process._TOKEN)
+        assert 0 < sent < named  # arrays sent once, then named
+        assert len(worker._held) <= segment_process._HELD_MAX + 4
+        assert not knot_search._SCORER_FAILURE
+        # a worker that died is started again (and sent its arrays again)
+        worker._process.kill()
+        worker._process.wait()
+        again = fit_channels(values, frames, 0.01, mode="PER_CHANNEL")
+        assert again.n_keys == local["PER_CHANNEL"].n_keys and not knot_search._SCORER_FAILURE
+    finally:
+        worker.close()
+
+
+def test_the_worker_sends_writeable_and_small_arrays_whole_every_time():
+    from anim_signals.splines import segment_process
+
+    worker = segment_process.WorkerKernel()
+    try:
+        big = np.zeros(4096)
+        assert worker._pack(big)[0] == segment_process._VALUE  # writeable: it may change between requests
+        big.flags.writeable = False
+        assert worker._pack(big)[0] == segment_process._HOLD
+        assert worker._pack(big)[0] == segment_process._TOKEN
+        small = np.zeros(8)
+        small.flags.writeable = False
+        assert worker._pack(small)[0] == segment_process._VALUE
+        assert worker._pack(3)[0] == segment_process._VALUE
+        # many problems one after another: the child holds the last _HELD_MAX arrays, the answers stay right
+        for k in range(segment_process._HELD_MAX + 5):
+            tau = np.linspace(0.0, 1.0, 2000 + k)
+            tau.flags.writeable = False
+            per_sample = np.full((1, tau.size), 2.0)
+            got = worker.spline("split_lane_spans", ([np.array([0.5])], tau, tau, per_sample, 0.01, 0.25, 1.0), {})
+            want = spline_kernel.split_lane_spans([np.array([0.5])], tau, tau, per_sample, 0.01, 0.25, 1.0)
+            np.testing.assert_array_equal(got[0], want[0])
+            assert len(worker._held) <= segment_process._HELD_MAX
+        with pytest.raises(RuntimeError, match="no spline kernel function"):
+            worker.spline("evaluate", (), {})
+    finally:
+        worker.close()

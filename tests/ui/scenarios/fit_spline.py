@@ -185,6 +185,32 @@ def run(area) -> Iterator[Wait]:
           f"{len(asked)} searches; failure: {getattr(segment_fit, 'KERNEL_FAILURE', None)}")
     screenshot("fit_spline_editable_done")
 
+    # Per Curve Spline: its knot scoring, insertion and local refits run compiled in the worker too
+    # (numba must not load here); what it writes is Blender Bezier keys within every curve's max error.
+    biped6 = demo_biped("UI_Biped_Spline")
+    make_active(biped6)
+    before6 = key_count(biped6)
+    knots = next((m for name, m in sys.modules.items() if name.endswith("anim_signals.splines.knots")), None)
+    requests: list[str] = []
+    settings.mode = "PER_CHANNEL"
+    try:
+        if kernel is not None and hasattr(kernel, "spline"):
+            original_spline = kernel.spline
+            kernel.spline = lambda name, *a: requests.append(name) or original_spline(name, *a)
+        yield from _fit_with_settings(sidebar, biped6, "Per Curve Spline", mode="PER_CHANNEL")
+    finally:
+        settings.mode = "FEWEST"
+        if kernel is not None and "spline" in vars(kernel):
+            del kernel.spline
+    after6 = key_count(biped6)
+    check("Per Curve Spline reduces the keys within every curve's max error", 0 < after6 < before6
+          and last.object_name == biped6.name and last.mode_used == "PER_CHANNEL" and last.within_tolerance,
+          f"{before6} -> {after6} keys ({last.mode_used}, within tolerance {last.within_tolerance})")
+    failure = getattr(knots, "_SCORER_FAILURE", ["not loaded"])
+    check("Per Curve Spline: the knot scoring, insertion and local refits ran compiled in the worker process",
+          {"score_candidates", "split_lane_spans", "local_refits"} <= set(requests) and not failure,
+          f"{len(requests)} requests ({sorted(set(requests))}); failure: {failure}")
+
     biped2 = demo_biped("UI_Biped_Esc")
     make_active(biped2)
     before2 = key_count(biped2)
