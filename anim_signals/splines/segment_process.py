@@ -364,7 +364,6 @@ def _unpack(packed: tuple, held: dict):  # pragma: no cover - runs in the child 
         return held[value]
     if kind == _HOLD:
         token, array = value
-        array.flags.writeable = False  # (pickle hands back a writeable copy)
         held[token] = array
         return array
     return value

@@ -26,6 +26,25 @@ __all__ = ["local_refits", "score_candidates", "split_lane_spans", "split_spans"
 _SPLIT_MIN = 20_000
 
 
+def _contiguous(array, dtype=np.float64) -> np.ndarray:
+    """``array`` as a C-contiguous array of ``dtype`` that numba types as writeable.
+
+    A fit's problem data comes read-only (:class:`.knots.KnotProblem`); numba compiles a function
+    apart for read-only arrays, so the forms the warm-up compiled would not serve it. The kernels
+    only read these inputs: a read-only view becomes a writeable view of the same memory (a copy
+    only where the memory itself cannot be written).
+    """
+    out = np.ascontiguousarray(array, dtype=dtype)
+    if out.flags.writeable:
+        return out
+    view = out.view()
+    try:
+        view.flags.writeable = True
+    except ValueError:
+        return out.copy()
+    return view
+
+
 def _score_one(knots, n_ctrl, tau, latent, basis, target, degree, ridge, n_basis, left, right, inverse, values,
                band, rhs, fitted, per_sample, s):  # pragma: no cover - compiled
     """Fit candidate ``s`` (its knot row, its real control count) and return (max error, RMS);
@@ -443,11 +462,11 @@ def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float
     ndarray or None
         The grown knots, sorted.
     """
-    internal = np.ascontiguousarray(internal, dtype=np.float64)
+    internal = _contiguous(internal, dtype=np.float64)
     out = np.empty(internal.size * 2 + 1)
-    count = _split_spans(internal, np.ascontiguousarray(tau, dtype=np.float64),
-                         np.ascontiguousarray(grid, dtype=np.float64),
-                         np.ascontiguousarray(per_sample, dtype=np.float64), float(min_gap), float(fraction),
+    count = _split_spans(internal, _contiguous(tau, dtype=np.float64),
+                         _contiguous(grid, dtype=np.float64),
+                         _contiguous(per_sample, dtype=np.float64), float(min_gap), float(fraction),
                          float(feasible), out)
     return None if count < 0 else out[:count].copy()
 
@@ -464,9 +483,9 @@ def split_lane_spans(internals, tau, grid, per_sample, min_gap: float, fraction:
     >>> grown[0].size, grown[1] is None
     (1, True)
     """
-    tau = np.ascontiguousarray(tau, dtype=np.float64)
-    grid = np.ascontiguousarray(grid, dtype=np.float64)
-    per_sample = np.ascontiguousarray(per_sample, dtype=np.float64)
+    tau = _contiguous(tau, dtype=np.float64)
+    grid = _contiguous(grid, dtype=np.float64)
+    per_sample = _contiguous(per_sample, dtype=np.float64)
     return [split_spans(internal, tau, grid, per_sample[k], min_gap, fraction, feasible)
             for k, internal in enumerate(internals)]
 
@@ -520,13 +539,13 @@ def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: i
     >>> bool(mx[0] < 1e-6)
     True
     """
-    knots = np.ascontiguousarray(knots, dtype=np.float64)
-    n_ctrl = np.ascontiguousarray(n_ctrl, dtype=np.int64)
-    tau = np.ascontiguousarray(tau, dtype=np.float64)
-    latent = np.ascontiguousarray(latent, dtype=np.float64)
-    target = np.ascontiguousarray(target, dtype=np.float64)
-    lanes = np.ascontiguousarray(lanes, dtype=np.int64)
-    basis = np.zeros((0, 0)) if basis is None else np.ascontiguousarray(basis, dtype=np.float64)
+    knots = _contiguous(knots, dtype=np.float64)
+    n_ctrl = _contiguous(n_ctrl, dtype=np.int64)
+    tau = _contiguous(tau, dtype=np.float64)
+    latent = _contiguous(latent, dtype=np.float64)
+    target = _contiguous(target, dtype=np.float64)
+    lanes = _contiguous(lanes, dtype=np.int64)
+    basis = np.zeros((0, 0)) if basis is None else _contiguous(basis, dtype=np.float64)
     count = knots.shape[0]
     if lanes.shape != (count,) or (count and not (0 <= lanes.min() and lanes.max() < latent.shape[0])):
         raise IndexError(f"every candidate needs a lane in 0..{latent.shape[0] - 1}, got {lanes}")
@@ -605,24 +624,24 @@ def local_refits(sub_knots, n_sub, free_lo, n_free, fixed, s0, s1, tau, latent, 
     True
     """
     count = len(sub_knots)
-    lanes = np.ascontiguousarray(lanes, dtype=np.int64)
-    latent = np.ascontiguousarray(latent, dtype=np.float64)
-    target = np.ascontiguousarray(target, dtype=np.float64)
+    lanes = _contiguous(lanes, dtype=np.int64)
+    latent = _contiguous(latent, dtype=np.float64)
+    target = _contiguous(target, dtype=np.float64)
     for data in (latent, target):
         if data.shape[0] > 1 and count and not (0 <= lanes.min() and lanes.max() < data.shape[0]):
             raise IndexError(f"every refit needs a lane in 0..{data.shape[0] - 1}, got {lanes}")
     latent_lane = lanes if latent.shape[0] > 1 else np.zeros(count, np.int64)
     target_lane = lanes if target.shape[0] > 1 else np.zeros(count, np.int64)
-    n_sub, free_lo, n_free, s0, s1 = (np.ascontiguousarray(a, dtype=np.int64) for a in (n_sub, free_lo, n_free, s0, s1))
+    n_sub, free_lo, n_free, s0, s1 = (_contiguous(a, dtype=np.int64) for a in (n_sub, free_lo, n_free, s0, s1))
     counts = np.maximum(s1 - s0, 0)
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if count else np.zeros(0, np.int64)
     pairs = int(counts.sum())
     out = np.empty((pairs, latent.shape[2]) if values else (0, 0))
     local_max = np.zeros(count)
     local_sq = np.zeros(count)
-    args = (np.ascontiguousarray(sub_knots, dtype=np.float64), n_sub, free_lo, n_free,
-            np.ascontiguousarray(fixed, dtype=np.float64), s0, s1, np.ascontiguousarray(tau, dtype=np.float64), latent,
-            latent_lane, np.zeros((0, 0)) if basis is None else np.ascontiguousarray(basis, dtype=np.float64), target,
+    args = (_contiguous(sub_knots, dtype=np.float64), n_sub, free_lo, n_free,
+            _contiguous(fixed, dtype=np.float64), s0, s1, _contiguous(tau, dtype=np.float64), latent,
+            latent_lane, np.zeros((0, 0)) if basis is None else _contiguous(basis, dtype=np.float64), target,
             target_lane, int(degree), float(ridge))
     parts = THREADS if count > 1 and pairs >= _SPLIT_MIN else 1
     if parts == 1:

@@ -457,10 +457,12 @@ def test_environment_variable_forces_the_worker():
 _WARM_UP_PROBE = """
 import sys
 import numpy as np
-from anim_signals.splines import key_reduction, segment_kernel
+from anim_signals import fit_channels
+from anim_signals.splines import key_reduction, segment_kernel, spline_kernel
 
-dispatchers = {name: getattr(segment_kernel, name) for name in dir(segment_kernel)
-               if type(getattr(segment_kernel, name)).__name__ == "CPUDispatcher"}
+dispatchers = {f"{module.__name__.rsplit('.', 1)[1]}.{name}": getattr(module, name)
+               for module in (segment_kernel, spline_kernel) for name in dir(module)
+               if type(getattr(module, name)).__name__ == "CPUDispatcher"}
 assert all(not d.signatures for d in dispatchers.values()), "compiled before the warm-up"
 print("where", key_reduction.warm_up())
 warm = {name: len(d.signatures) for name, d in dispatchers.items()}
@@ -470,8 +472,12 @@ values = np.cumsum(rng.normal(size=(300, 6)), axis=0) * 0.05
 for kwargs in ({}, {"groups": [0, 0, 0, 1, 1, 1]}, {"handles": "EDITABLE"},
                {"groups": [0] * 6, "pose_check": lambda start, length, fitted: length < 9}):
     key_reduction.fewest_keys(values, frames, 0.02, **kwargs)
+for mode in ("PER_CHANNEL", "LATENT"):  # the spline modes' scoring, insertion and local refits
+    fit_channels(values, frames, 0.02, mode=mode)
 # (the functions they call are compiled into them)
-print("uncompiled", sorted(name for name in ("_batch", "_search_unit") if not warm[name]))
+entry_points = ("segment_kernel._batch", "segment_kernel._search_unit", "spline_kernel._score_rows",
+                "spline_kernel._refit_rows", "spline_kernel._split_spans")
+print("uncompiled", sorted(name for name in entry_points if not warm[name]))
 print("new", sorted(name for name, d in dispatchers.items() if len(d.signatures) != warm[name]))
 """
 

@@ -337,3 +337,26 @@ def test_the_worker_sends_writeable_and_small_arrays_whole_every_time():
             worker.spline("evaluate", (), {})
     finally:
         worker.close()
+
+
+def test_read_only_problem_data_runs_the_forms_already_compiled():
+    """A fit's problem arrays are read-only views (the worker names them by token); numba would
+    compile every kernel again for read-only arrays, after the warm-up: the kernels take them as
+    writeable views of the same memory instead."""
+    rng = np.random.default_rng(4)
+    tau = np.linspace(0.0, 1.0, 60)
+    problem = knot_search.KnotProblem.lanes(tau, np.sin(7 * tau)[:, None] + 0.01 * rng.normal(size=(60, 1)), 3, 2)
+    assert not problem.tau.flags.writeable and not problem.target.flags.writeable
+    knots, n_ctrl = pad_knot_vectors([np.array([0.3, 0.6])], 3, 2)
+    args = (knots, n_ctrl, problem.tau, problem.latent, np.zeros(1, dtype=np.int64), None, problem.target, 3,
+            LSQ_RIDGE, True)
+    writeable = spline_kernel.score_candidates(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+    dispatchers = {name: getattr(spline_kernel, name) for name in ("_score_rows", "_split_spans")}
+    spline_kernel.split_spans(np.array([0.5]), tau.copy(), tau.copy(), np.full(60, 2.0), 0.01, 0.25, 1.0)
+    counts = {name: len(d.signatures) for name, d in dispatchers.items()}
+    read_only = spline_kernel.score_candidates(*args)
+    spline_kernel.split_spans(np.array([0.5]), problem.tau, problem.tau, np.full(60, 2.0), 0.01, 0.25, 1.0)
+    assert {name: len(d.signatures) for name, d in dispatchers.items()} == counts
+    for a, b in zip(writeable, read_only, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert not problem.tau.flags.writeable  # the problem's own views stay read-only
