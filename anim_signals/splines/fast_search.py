@@ -13,8 +13,12 @@ samples (``tests/core/test_segment_kernel.py``, ``tests/core/test_search_kernel.
 
 from __future__ import annotations
 
+import functools
+import threading
 from collections.abc import Callable, Generator
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +35,9 @@ CORNER_MIN_SAMPLES = 4
 # The compiled search reports progress (and can be cancelled) about this many times: per share of
 # the units, or per stretch of frames when there are fewer units.
 PROGRESS_STEPS = 16
+# A search of many units in this process runs in a thread of its own while the caller reports each
+# unit's end; it looks this often (seconds) whether one ended.
+POLL_SECONDS = 0.005
 # Longer lengths tried from a key once its search has settled (feasibility is not always monotone).
 PROBES = 1
 # The length tried first from the first key (later keys start from the last segment's length).
@@ -230,8 +237,14 @@ def compiled_search(frames, values, limit, moving, labels,
     columns = np.ascontiguousarray(values.T)
     n_units = int(labels.max()) + 1
     share = max(4, -(-n_units // PROGRESS_STEPS))
+    # Many units in this process: one call for them all, in a thread of its own, reporting each unit's
+    # end (shares of units, one call each, left a thread idle at the end of every share while the
+    # other finished its last unit: 0.15-0.3 s of a Joints fit of 300 curves).
+    whole = n_units >= PROGRESS_STEPS and segment_fit.kernel_location() == "process"
+    if whole:
+        share = n_units
     n_shares = -(-n_units // share)
-    stretch = -(-frames.size // max(1, -(-PROGRESS_STEPS // n_shares)))
+    stretch = frames.size if whole else -(-frames.size // max(1, -(-PROGRESS_STEPS // n_shares)))
     corners = (CORNER_GAIN, CORNER_MIN_SAMPLES) if editable else None
     chosen: list[Chosen | None] = [None] * moving.size
     for s, first in enumerate(range(0, n_units, share)):
@@ -244,8 +257,13 @@ def compiled_search(frames, values, limit, moving, labels,
         broken: list[list[bool]] = [[] for _ in part]
         start = None
         for stop_at in range(stretch, frames.size - 1 + stretch, stretch):
-            found = segment_fit.search_channels_of(frames, columns, part, limit[part], refining_handles(), PROBES,
-                                                   FIRST_LENGTH, bounds, start, stop_at, corners)
+            if whole:
+                found = yield from _in_a_thread(functools.partial(
+                    segment_fit.search_channels_of, frames, columns, part, limit[part], refining_handles(), PROBES,
+                    FIRST_LENGTH, bounds, None, stop_at, corners), n_units)
+            else:
+                found = segment_fit.search_channels_of(frames, columns, part, limit[part], refining_handles(), PROBES,
+                                                       FIRST_LENGTH, bounds, start, stop_at, corners)
             if found is None:
                 return None
             counts, found_keys, found_fits = found[:3]
@@ -274,6 +292,29 @@ def compiled_search(frames, values, limit, moving, labels,
                 key_values = [float(values[0, part[i]])] + f[4]
                 chosen[lanes[i]] = Chosen(k, f[0], f[1], f[2], f[3], [False] * len(k), key_values)
     return [c for c in chosen if c is not None]
+
+
+def _in_a_thread(search: Callable[[list, threading.Event], Any], n_units: int) -> Generator[float, None, Any]:
+    """Run ``search(done, cancel)`` in a thread of its own and yield progress as its units end (one
+    value per unit, in [0, 0.95]); returns what it returns. Closing the generator (Esc) sets
+    ``cancel`` and waits for the units under way."""
+    done: list[int] = []
+    cancel = threading.Event()
+    reported = 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="anim_signals_search") as runner:
+        future = runner.submit(search, done, cancel)
+        try:
+            while True:
+                finished = bool(wait([future], timeout=POLL_SECONDS).done)
+                while reported < len(done):
+                    reported += 1
+                    yield 0.95 * (reported / max(n_units, 1))
+                if finished:
+                    break
+        except BaseException:
+            cancel.set()  # (leaving the block waits for the units under way)
+            raise
+    return future.result()
 
 
 def _slopes_kept(frames, columns, chan, keys: list[list[int]], fits: list[list[list[float]]]) -> np.ndarray:

@@ -169,7 +169,8 @@ compile_lazily(globals(), ("_slope_after", "search_editable_unit"), depends=("se
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
-                    first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
+                    first_length, free_values=False, units=None, start=None, stop_at=None, editable=None, done=None,
+                    cancel=None):
     """:func:`.fast_search.greedy`'s search (FREE handles) run whole in compiled code: channel
     ``chan[i]`` (row of ``columns``) within ``limit[i]``, the handle lengths refined where the
     table misses by at most ``refine_gate`` times the limit (0: never). ``units`` (u + 1,)
@@ -191,6 +192,10 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     takes thousands of rounds of a few segments each, and their overhead and the second core left
     idle were most of its time. Here each unit's search runs from start to end in one call, units
     handed out one at a time to the threads as they come free.
+
+    ``done`` (a list): each unit's index is appended as its search ends (another thread may read
+    how far the search is). ``cancel`` (a :class:`threading.Event`): once set, no further unit
+    starts, and what is returned is incomplete.
 
     Returns ``(counts, keys, fits)``: ``counts`` (k,) keys per channel, ``keys`` (sum(counts),) the
     channels' key sample indices one after another, ``fits`` (5, sum(counts) - k) each segment's
@@ -232,6 +237,8 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
 
     def work() -> None:
         while (j := next(handed_out)) < n_units:
+            if cancel is not None and cancel.is_set():
+                return
             a, b = bounds[j], bounds[j + 1]
             if editable is None:
                 unit_counts[j] = _search_unit(frames, columns, chan[a:b], limit[a:b], ab, table, bool(between),
@@ -244,6 +251,8 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
                                                       int(probes), int(lengths[j]), int(key0[j]), slopes[a:b],
                                                       float(editable[0]), int(editable[1]), stop, keys[j], fits[a:b],
                                                       broken[j])
+            if done is not None:
+                done.append(j)  # (list.append is atomic under the GIL)
 
     jobs = [_pool().submit(work) for _ in range(min(THREADS, n_units) - 1)]
     work()  # the calling thread takes a share too

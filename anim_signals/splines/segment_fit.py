@@ -499,14 +499,15 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
 
 
 def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, first_length: int, units=None,
-                       start=None, stop_at=None, editable=None):
+                       start=None, stop_at=None, editable=None, done=None, cancel=None):
     """:func:`.fast_search.greedy`'s search with FREE handles, run whole in compiled code
     (:func:`.search_kernel.search_channels`, in this process or the worker): each channel its own
     keys, or with ``units`` (offsets into ``chan``) channels sharing their key frames unit by unit;
     ``start`` and ``stop_at`` go on from where a search stopped and stop at a sample
     (:func:`search_state`). With ``editable`` ``(corner_gain, corner_min_samples)``, Editable Keys'
     search (keys on their samples, handles refined never; ``start`` with each channel's slope, and
-    a fourth array returned: the corner keys).
+    a fourth array returned: the corner keys). ``done`` and ``cancel`` as that function takes them
+    (in this process only: the worker's search ignores them).
 
     Keys may sit off their samples (:data:`FREE_KEY_VALUES`) in the FREE search. Returns ``(counts, keys, fits)`` as
     that function does (fits' fifth row each segment's end value), or None where the search must run in
@@ -517,15 +518,18 @@ def search_channels_of(frames, columns, chan, limit, refine: bool, probes: int, 
     if kernel is None or KERNEL_FAILURE:
         return None
     search = getattr(kernel, "search", None)  # the worker's
+    extra = {}
     if search is None and _in_process(kernel):
         from .search_kernel import search_channels as search
+
+        extra = {"done": done, "cancel": cancel}
     if search is None:
         return None
     try:
         return search(frames, columns, np.asarray(chan, dtype=np.int64), np.asarray(limit, dtype=float),
                       HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES, LAWSON_ITERATIONS, _RIDGE,
                       REFINE_GATE if refine and editable is None else 0.0, probes, first_length,
-                      FREE_KEY_VALUES and editable is None, units, start, stop_at, editable)
+                      FREE_KEY_VALUES and editable is None, units, start, stop_at, editable, **extra)
     except Exception as exc:  # noqa: BLE001 - as in fit_segments_of: the Python search on numpy runs instead
         KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")
         warnings.warn(f"Fewest Keys: the compiled segment test failed ({KERNEL_FAILURE[0]}); "

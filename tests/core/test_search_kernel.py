@@ -134,3 +134,61 @@ def test_the_search_is_cached_per_content_of_the_segment_test():
     if cache is None:
         pytest.skip("this numba does not say where it caches")
     assert str(cache).startswith(folder)
+
+
+@pytest.mark.parametrize("handles", ["FREE", "EDITABLE"])
+def test_a_search_of_many_curves_in_one_call_keeps_the_keys_of_shares(handles, monkeypatch):
+    """Many units in this process run in one call, in a thread of their own, each unit's end
+    reported: the same keys as the search made share by share (one call per share of the curves),
+    one progress value per curve, rising."""
+    if segment_fit.kernel_location() != "process":
+        pytest.skip("no compiled segment test in this process")
+    frames, values = corner_clip(11, n=240, m=20)
+    tol = np.full(values.shape[1], 0.01)
+    calls = []
+    real = segment_fit.search_channels_of
+    monkeypatch.setattr(segment_fit, "search_channels_of", lambda *a, **k: calls.append(len(a[2])) or real(*a, **k))
+    seen: list[float] = []
+    whole = fk.fewest_keys(values, frames, tol, handles=handles, progress=seen.append)
+    moving = calls[0]
+    assert len(calls) == 1 and moving >= fast_search.PROGRESS_STEPS  # every moving curve in one call
+    assert len(seen) >= moving and seen == sorted(seen)
+    calls.clear()
+    monkeypatch.setattr(fast_search, "PROGRESS_STEPS", moving + 1)  # fewer curves than steps: shares
+    shares = fk.fewest_keys(values, frames, tol, handles=handles)
+    assert len(calls) > 1
+    for a, b in zip(whole.curves, shares.curves, strict=True):
+        np.testing.assert_array_equal(a.co, b.co)
+        np.testing.assert_array_equal(a.handle_left, b.handle_left)
+        np.testing.assert_array_equal(a.handle_right, b.handle_right)
+
+
+def test_closing_a_search_in_its_thread_stops_it_between_units():
+    import threading
+    import time
+
+    started = []
+
+    def search(done, cancel):
+        for unit in range(50):
+            if cancel.is_set():
+                return "stopped"
+            started.append(unit)
+            time.sleep(0.01)
+            done.append(unit)
+        return "finished"
+
+    gen = fast_search._in_a_thread(search, 50)
+    first = next(gen)
+    assert 0.0 < first <= 0.95
+    gen.close()  # Esc: no unit starts after this, and the thread is over when close returns
+    assert len(started) < 50
+    assert not [t for t in threading.enumerate() if t.name.startswith("anim_signals_search")]
+    gen = fast_search._in_a_thread(search, 50)
+    values = []
+    try:
+        while True:
+            values.append(next(gen))
+    except StopIteration as stop:
+        assert stop.value == "finished"
+    assert len(values) == 50 and values == sorted(values) and values[-1] == pytest.approx(0.95)
