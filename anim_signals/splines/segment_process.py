@@ -223,46 +223,30 @@ class WorkerKernel:
                 answer = _receive_answer(stdout, len(chan))
             except (OSError, EOFError) as exc:
                 self._stopped(process, exc)
-        if isinstance(answer, str):
-            raise RuntimeError(f"the segment worker failed: {answer}")
-        return answer
+        return _answered(answer)
 
     def search(self, frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate,
                probes, first_length, free_values=False, units=None, start=None, stop_at=None, editable=None):
         """:func:`.search_kernel.search_channels` answered by the child."""
         with self._lock:
             process = self._running()
-            stdin, stdout = self._send_clip(process, frames, columns, ab, table)
-            try:
-                _send(stdin, ("search", (np.ascontiguousarray(chan, dtype=np.int64),
-                                         np.ascontiguousarray(limit, dtype=np.float64), bool(between),
-                                         int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
-                                         int(first_length), bool(free_values),
-                                         None if units is None else np.asarray(units, dtype=np.int64),
-                                         None if start is None else tuple(np.asarray(a) for a in start),
-                                         None if stop_at is None else int(stop_at),
-                                         None if editable is None else (float(editable[0]), int(editable[1])))))
-                answer = _receive_answer(stdout, 0)
-            except (OSError, EOFError) as exc:
-                self._stopped(process, exc)
-        if isinstance(answer, str):
-            raise RuntimeError(f"the segment worker failed: {answer}")
-        return answer
+            self._send_clip(process, frames, columns, ab, table)
+            answer = self._ask(process, ("search", (
+                np.ascontiguousarray(chan, dtype=np.int64), np.ascontiguousarray(limit, dtype=np.float64),
+                bool(between), int(lawson_iterations), float(ridge), float(refine_gate), int(probes),
+                int(first_length), bool(free_values), None if units is None else np.asarray(units, dtype=np.int64),
+                None if start is None else tuple(np.asarray(a) for a in start),
+                None if stop_at is None else int(stop_at),
+                None if editable is None else (float(editable[0]), int(editable[1])))))
+        return _answered(answer)
 
     def bezier_values(self, frames, y0, y1, alpha, beta, c1, c2):
         """:func:`.segment_kernel.bezier_values` answered by the child (the clip stays as it is)."""
         with self._lock:
             process = self._running()
-            assert process.stdin is not None and process.stdout is not None
-            try:
-                _send(process.stdin.fileno(), ("values", tuple(np.ascontiguousarray(a, dtype=np.float64)
-                                                              for a in (frames, y0, y1, alpha, beta, c1, c2))))
-                answer = _receive_answer(process.stdout.fileno(), 0)
-            except (OSError, EOFError) as exc:
-                self._stopped(process, exc)
-        if isinstance(answer, str):
-            raise RuntimeError(f"the segment worker failed: {answer}")
-        return answer
+            answer = self._ask(process, ("values", tuple(np.ascontiguousarray(a, dtype=np.float64)
+                                                         for a in (frames, y0, y1, alpha, beta, c1, c2))))
+        return _answered(answer)
 
     def _running(self) -> subprocess.Popen:
         if self._process is not None and self._process.poll() is not None:
@@ -290,20 +274,23 @@ class WorkerKernel:
         """:mod:`.spline_kernel`'s function ``name`` answered by the child (:attr:`spline_kernel`)."""
         with self._lock:
             process = self._running()
-            assert process.stdin is not None and process.stdout is not None
             packed = [self._pack(a) for a in args]
             packed_kwargs = {k: self._pack(v) for k, v in kwargs.items()}
             drops = []
             while len(self._held) > _HELD_MAX:
                 drops.append(self._held.popitem(last=False)[1][1])
-            try:
-                _send(process.stdin.fileno(), ("spline", (name, packed, packed_kwargs, drops)))
-                answer = _receive_answer(process.stdout.fileno(), 0)
-            except (OSError, EOFError) as exc:
-                self._stopped(process, exc)
-        if isinstance(answer, str):
-            raise RuntimeError(f"the kernel worker failed: {answer}")
-        return answer
+            answer = self._ask(process, ("spline", (name, packed, packed_kwargs, drops)))
+        return _answered(answer)
+
+    def _ask(self, process: subprocess.Popen, message: tuple):
+        """Send a pickled request and read the child's answer (the caller holds the lock); a child
+        that stopped is ended and reported."""
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            _send(process.stdin.fileno(), message)
+            return _receive_answer(process.stdout.fileno(), 0)
+        except (OSError, EOFError) as exc:
+            self._stopped(process, exc)
 
     def _pack(self, value) -> tuple:
         """One argument of a spline request: a read-only array the child holds goes as its token."""
@@ -336,6 +323,13 @@ class WorkerKernel:
             except Exception:  # noqa: BLE001 - a worker that does not stop is killed
                 pass
         _end(process)
+
+
+def _answered(answer):
+    """The child's answer, or its error message raised."""
+    if isinstance(answer, str):
+        raise RuntimeError(f"the segment worker failed: {answer}")
+    return answer
 
 
 class _SplineKernel:

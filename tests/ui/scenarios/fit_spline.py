@@ -4,7 +4,8 @@ mode (Fewest Keys, whose panel greys the spline-only settings out); Esc cancels 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
@@ -70,6 +71,25 @@ def _greyed_out_in_fewest(area, sidebar, settings) -> Iterator[Wait]:
     detail = f"bands (rows, sum Fewest/Auto): {[(b, f, a) for b, (f, a) in zip(bands, light)]}"
     check("Fewest Keys greys out the spline-only settings (rows below Mode drawn darker than in Auto Spline)",
           len(bands) >= 3 and len(darker) >= 2, detail)
+
+
+@contextmanager
+def _calls_of(kernel, method: str, note: Callable) -> Iterator[None]:
+    """Meanwhile, ``note(*args, **kwargs)`` at each call of the worker's ``method`` (nothing without one)."""
+    original = getattr(kernel, method, None)
+    if original is None:
+        yield
+        return
+
+    def spy(*args, **kwargs):
+        note(*args, **kwargs)
+        return original(*args, **kwargs)
+
+    setattr(kernel, method, spy)
+    try:
+        yield
+    finally:
+        delattr(kernel, method)
 
 
 def _fit_with_settings(sidebar, biped, label: str, **settings) -> Iterator[Wait]:
@@ -162,15 +182,10 @@ def run(area) -> Iterator[Wait]:
     asked: list = []
     settings.mode = "EDITABLE"
     try:
-        if kernel is not None and hasattr(kernel, "search"):
-            original_search = kernel.search
-            kernel.search = lambda *a, **k: asked.append(a[16] if len(a) > 16 else k.get("editable")) \
-                or original_search(*a, **k)
-        yield from _fit_with_settings(sidebar, biped5, "Editable Keys", mode="EDITABLE")
+        with _calls_of(kernel, "search", lambda *a, **k: asked.append(a[16] if len(a) > 16 else k.get("editable"))):
+            yield from _fit_with_settings(sidebar, biped5, "Editable Keys", mode="EDITABLE")
     finally:
         settings.mode = "FEWEST"
-        if kernel is not None and "search" in vars(kernel):
-            del kernel.search
     after5 = key_count(biped5)
     keys5 = [k for fc in biped5.animation_data.action.fcurves if len(fc.keyframe_points) > 1
              for k in list(fc.keyframe_points)[1:-1]]
@@ -194,14 +209,10 @@ def run(area) -> Iterator[Wait]:
     requests: list[str] = []
     settings.mode = "PER_CHANNEL"
     try:
-        if kernel is not None and hasattr(kernel, "spline"):
-            original_spline = kernel.spline
-            kernel.spline = lambda name, *a: requests.append(name) or original_spline(name, *a)
-        yield from _fit_with_settings(sidebar, biped6, "Per Curve Spline", mode="PER_CHANNEL")
+        with _calls_of(kernel, "spline", lambda name, *a: requests.append(name)):
+            yield from _fit_with_settings(sidebar, biped6, "Per Curve Spline", mode="PER_CHANNEL")
     finally:
         settings.mode = "FEWEST"
-        if kernel is not None and "spline" in vars(kernel):
-            del kernel.spline
     after6 = key_count(biped6)
     check("Per Curve Spline reduces the keys within every curve's max error", 0 < after6 < before6
           and last.object_name == biped6.name and last.mode_used == "PER_CHANNEL" and last.within_tolerance,
