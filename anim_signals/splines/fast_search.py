@@ -32,8 +32,9 @@ __all__ = ["CORNER_GAIN", "CORNER_MIN_SAMPLES", "FIRST_LENGTH", "PROBES", "PROGR
 # as far as the aligned one, and at least this many samples further.
 CORNER_GAIN = 3.0
 CORNER_MIN_SAMPLES = 4
-# The compiled search reports progress (and can be cancelled) about this many times: per share of
-# the units, or per stretch of frames when there are fewer units.
+# The compiled search reports progress (and can be cancelled) at least about this many times: per
+# share of the units, or per stretch of frames when there are fewer units; in this process, with
+# at least this many units, at the end of each unit.
 PROGRESS_STEPS = 16
 # A search of many units in this process runs in a thread of its own while the caller reports each
 # unit's end; it looks this often (seconds) whether one ended.
@@ -229,8 +230,9 @@ def _settle(chosen: Chosen, start: int, length: int, fit: np.ndarray) -> None:
 def compiled_search(frames, values, limit, moving, labels,
                      editable: bool = False) -> Generator[float, None, list[Chosen] | None]:
     """:func:`greedy`, each unit's search (``labels``: the moving channels' units, as ``greedy``'s
-    ``group_of``) run whole in compiled code, a share of the units per step for progress; with fewer
-    units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each share's search also stops
+    ``group_of``) run whole in compiled code: in this process with at least ``PROGRESS_STEPS`` units,
+    all of them in one call in a thread of its own, a step (and a chance to cancel) at each unit's
+    end; else a share of the units per step; with fewer units than ``PROGRESS_STEPS`` (keys shared by all curves: one unit) each share's search also stops
     and goes on every stretch of frames. FREE handles: the same keys where keys stay on their samples
     (:func:`.segment_fit.search_channels_of`); ``editable``: the same keys and handles as ``greedy``
     (:mod:`.search_kernel`). None when it cannot run (no compiled kernel, or one that failed)."""

@@ -67,6 +67,7 @@ FREE_HANDLES_PROGRESS = 0.99
 # keys of the channel at LATENT_SKIP_QUANTILE exceed the per-channel total (_latent_cannot_win).
 LATENT_SKIP_QUANTILE = 0.95
 LATENT_SKIP_SHARE = 0.5
+LATENT_SKIP_MIN_CURVES = 20
 
 MODES = ("FEWEST", "EDITABLE", "AUTO", "LATENT", "PER_CHANNEL")
 # Knot multiplicities tried per continuity: 1 = simple knots (C2), 2 = double knots (C1 keys).
@@ -137,8 +138,9 @@ class _Run(NamedTuple):
 
 
 def _latent_cannot_win(per_channel: Sequence[BezierCurve], moving: np.ndarray) -> bool:
-    """Whether one latent spline for all ``moving`` channels would surely write more keys than the
-    per-channel keys ``per_channel`` (AUTO skips it then).
+    """Whether one latent spline for all ``moving`` channels would write more keys than the
+    per-channel keys ``per_channel`` by a wide margin (AUTO skips it then). An estimate, not a
+    bound: it held on every clip measured.
 
     The latent spline keys every moving channel on its shared knots, and each channel's curve on
     those knots is within tolerance on its own, so it needs at least as many knots as that
@@ -148,8 +150,10 @@ def _latent_cannot_win(per_channel: Sequence[BezierCurve], moving: np.ndarray) -
     (:data:`LATENT_SKIP_QUANTILE`, :data:`LATENT_SKIP_SHARE`). On 16 mocap clips the latent
     spline wrote 2.1-6.6x that estimate; it is skipped where the estimate alone exceeds the
     per-channel total (9 of the 16, all of 900+ frames among them, whose channels differ most).
+    With fewer than :data:`LATENT_SKIP_MIN_CURVES` moving curves the percentile is in effect the
+    noisiest curve, where the per-channel search is furthest from the fewest: both are fitted.
     """
-    if moving.size == 0:
+    if moving.size < LATENT_SKIP_MIN_CURVES:
         return False
     counts = np.array([per_channel[j].n_keys for j in moving], dtype=float)
     estimate = moving.size * LATENT_SKIP_SHARE * float(np.quantile(counts, LATENT_SKIP_QUANTILE))

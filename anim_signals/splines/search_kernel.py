@@ -195,7 +195,7 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
 
     ``done`` (a list): each unit's index is appended as its search ends (another thread may read
     how far the search is). ``cancel`` (a :class:`threading.Event`): once set, no further unit
-    starts, and what is returned is incomplete.
+    starts, and None is returned.
 
     Returns ``(counts, keys, fits)``: ``counts`` (k,) keys per channel, ``keys`` (sum(counts),) the
     channels' key sample indices one after another, ``fits`` (5, sum(counts) - k) each segment's
@@ -258,6 +258,8 @@ def search_channels(frames, columns, chan, limit, ab, table, between, lawson_ite
     work()  # the calling thread takes a share too
     for job in jobs:
         job.result()
+    if cancel is not None and cancel.is_set():
+        return None
     unit_of = np.repeat(np.arange(n_units), np.diff(bounds))
     counts = unit_counts[unit_of]
     flat_keys = (np.concatenate([keys[unit_of[i], :counts[i]] for i in range(k)]) if k

@@ -271,16 +271,38 @@ class WorkerKernel:
         return stdin, stdout
 
     def spline(self, name: str, args: tuple, kwargs: dict):
-        """:mod:`.spline_kernel`'s function ``name`` answered by the child (:attr:`spline_kernel`)."""
+        """:mod:`.spline_kernel`'s function ``name`` answered by the child (:attr:`spline_kernel`).
+
+        The arrays the request hands the child to hold count as held once it has answered; a request
+        that fails any other way (an error in the child, an interrupted write) ends the child, so
+        the two sides never disagree on what is held (the next request starts another)."""
+        if name not in SPLINE_FUNCTIONS:
+            raise ValueError(f"no spline kernel function {name!r}")
         with self._lock:
             process = self._running()
-            packed = [self._pack(a) for a in args]
-            packed_kwargs = {k: self._pack(v) for k, v in kwargs.items()}
+            pending: dict[int, tuple[np.ndarray, int]] = {}
+            packed = [self._pack(a, pending) for a in args]
+            packed_kwargs = {k: self._pack(v, pending) for k, v in kwargs.items()}
             drops = []
-            while len(self._held) > _HELD_MAX:
+            while self._held and len(self._held) + len(pending) > _HELD_MAX:  # (the least recently used)
                 drops.append(self._held.popitem(last=False)[1][1])
-            answer = self._ask(process, ("spline", (name, packed, packed_kwargs, drops)))
+            try:
+                answer = self._ask(process, ("spline", (name, packed, packed_kwargs, drops)))
+            except BaseException:
+                self._forget(process)
+                raise
+            if isinstance(answer, str):
+                self._forget(process)
+            else:
+                self._held.update(pending)
         return _answered(answer)
+
+    def _forget(self, process: subprocess.Popen) -> None:
+        """End the child and forget what it held."""
+        self._held.clear()
+        if self._process is process:
+            self._process, self._clip = None, None
+        _end(process)
 
     def _ask(self, process: subprocess.Popen, message: tuple):
         """Send a pickled request and read the child's answer (the caller holds the lock); a child
@@ -292,16 +314,23 @@ class WorkerKernel:
         except (OSError, EOFError) as exc:
             self._stopped(process, exc)
 
-    def _pack(self, value) -> tuple:
-        """One argument of a spline request: a read-only array the child holds goes as its token."""
+    def _pack(self, value, pending: dict) -> tuple:
+        """One argument of a spline request: a read-only array the child holds goes as its token, a
+        new one goes whole with a new token (noted in ``pending`` until the child answers).
+
+        Read-only is taken to mean unchanging while held (the arrays of a
+        :class:`.knots.KnotProblem`: views of data nothing writes to); a read-only view of memory
+        written through another array would leave the child with the old values."""
         if not (isinstance(value, np.ndarray) and not value.flags.writeable and value.nbytes >= _HELD_MIN_BYTES):
             return (_VALUE, value)
-        held = self._held.get(id(value))
-        if held is not None and held[0] is value:
-            self._held.move_to_end(id(value))
-            return (_TOKEN, held[1])
+        for table in (self._held, pending):
+            held = table.get(id(value))
+            if held is not None and held[0] is value:
+                if table is self._held:
+                    self._held.move_to_end(id(value))
+                return (_TOKEN, held[1])
         token, self._next_token = self._next_token, self._next_token + 1
-        self._held[id(value)] = (value, token)
+        pending[id(value)] = (value, token)
         return (_HOLD, (token, value))
 
     def _stopped(self, process, exc) -> NoReturn:
@@ -358,8 +387,8 @@ def _unpack(packed: tuple, held: dict):  # pragma: no cover - runs in the child 
         return held[value]
     if kind == _HOLD:
         token, array = value
-        held[token] = array
-        return array
+        held[token] = np.array(array)  # (a writeable copy, made once: what pickle hands back is read-only)
+        return held[token]
     return value
 
 
@@ -414,10 +443,10 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
                 name, packed, packed_kwargs, drops = payload
                 for token in drops:
                     held.pop(token, None)
-                if name not in SPLINE_FUNCTIONS:
-                    raise ValueError(f"no spline kernel function {name!r}")
                 args = [_unpack(a, held) for a in packed]
                 kwargs = {k: _unpack(v, held) for k, v in packed_kwargs.items()}
+                if name not in SPLINE_FUNCTIONS:
+                    raise ValueError(f"no spline kernel function {name!r}")
                 _send(stdout, getattr(spline_kernel, name)(*args, **kwargs))
             elif op == "values":
                 from .segment_kernel import bezier_values

@@ -175,7 +175,7 @@ def _insert_until_feasible(
     while active:
         mx, _, per_sample = problem.score([internal[c] for c in active], np.array(active), samples=True)
         assert per_sample is not None
-        missing = np.flatnonzero(mx > FEASIBLE)
+        missing = np.flatnonzero(~(mx <= FEASIBLE))  # (a NaN score is not feasible: insertion is tried)
         feasible[[c for k, c in enumerate(active) if mx[k] <= FEASIBLE]] = True
         lanes = [active[k] for k in missing]
         still = []

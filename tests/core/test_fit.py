@@ -121,6 +121,16 @@ def test_auto_skips_a_latent_spline_that_cannot_win(monkeypatch):
     latent = A.fit_channels(y, np.arange(200.0), 0.01, mode="LATENT")
     assert ran == ["PER_CHANNEL"]
     assert latent.n_keys > 2 * per_curve.n_keys  # skipping it lost nothing
+    # both continuities: the per-curve runs, and no latent one
+    from anim_signals.splines import fitting
+
+    both = []
+    real = fitting._fit_run
+    monkeypatch.setattr(fitting, "_fit_run", lambda s, t, mv, mode, *a, **k: both.append(mode) or real(s, t, mv, mode,
+                                                                                                        *a, **k))
+    A.fit_channels(y, np.arange(200.0), 0.01, mode="AUTO", continuity="AUTO")
+    monkeypatch.undo()
+    assert both == ["PER_CHANNEL", "PER_CHANNEL"]
     assert auto.mode_used == "PER_CHANNEL"
     for a, b in zip(auto.curves, per_curve.curves, strict=True):
         np.testing.assert_array_equal(a.co, b.co)

@@ -136,6 +136,7 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
     assert cases > 40
     assert spline_kernel.split_spans(np.array([0.5]), tau, np.zeros(0), np.full(tau.size, 3.0), 0.01, 0.25, 1.0) is None
     # every lane at once (what a tolerance search's round runs), and through the search's own step
+    assert knot_search.compiled_spline_kernel() is spline_kernel  # (not numpy against numpy)
     together = tolerance._insert_knots_of_lanes(problem, internals, np.array(rows), grid)
     assert len(together) == len(wants)
     for got, want in zip(together, wants, strict=True):
@@ -269,7 +270,7 @@ def test_local_refits_split_over_threads_equal_one_by_one(monkeypatch):
 def test_the_spline_modes_through_a_worker_process_give_the_same_keys(monkeypatch):
     """Where numba must not run in the process (Blender beside Mesa), the knot scoring, insertion
     and local refits run in the segment worker: the same keys as in this process, the fit's big
-    read-only arrays sent once each, and a dead worker started again."""
+    read-only arrays sent once each, a dead worker started again, and a failed request ends the child."""
     from anim_signals import fit_channels
     from anim_signals.splines import segment_process
 
@@ -286,7 +287,8 @@ def test_the_spline_modes_through_a_worker_process_give_the_same_keys(monkeypatc
     requests, held = [], []
     real_spline, real_pack = worker.spline, worker._pack
     monkeypatch.setattr(worker, "spline", lambda name, a, k: requests.append(name) or real_spline(name, a, k))
-    monkeypatch.setattr(worker, "_pack", lambda v: (lambda p: held.append(p[0]) or p)(real_pack(v)))
+    monkeypatch.setattr(worker, "_pack", lambda v, pending: (lambda p: held.append(p[0]) or p)(real_pack(v, pending)))
+    failures = list(knot_search._SCORER_FAILURE)
     try:
         monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
         assert knot_search.compiled_spline_kernel() is worker.spline_kernel
@@ -299,15 +301,24 @@ def test_the_spline_modes_through_a_worker_process_give_the_same_keys(monkeypatc
         assert {"score_candidates", "split_lane_spans", "local_refits"} <= set(requests)
         sent, named = held.count(segment_process._HOLD), held.count(segment_process._TOKEN)
         assert 0 < sent < named  # arrays sent once, then named
-        assert len(worker._held) <= segment_process._HELD_MAX + 4
+        assert len(worker._held) <= segment_process._HELD_MAX
         assert not knot_search._SCORER_FAILURE
         # a worker that died is started again (and sent its arrays again)
         worker._process.kill()
         worker._process.wait()
+        held.clear()
         again = fit_channels(values, frames, 0.01, mode="PER_CHANNEL")
         assert again.n_keys == local["PER_CHANNEL"].n_keys and not knot_search._SCORER_FAILURE
+        assert segment_process._HOLD in held  # the new child was sent the fit's arrays whole
+        # a request the child fails ends it: neither side keeps what the other may not hold
+        assert worker._held
+        with pytest.raises(RuntimeError, match="segment worker failed"):
+            worker.spline("split_spans", (np.array([0.5]),), {})  # missing arguments: a TypeError there
+        assert not worker._held and worker._process is None
+        assert fit_channels(values, frames, 0.01, mode="PER_CHANNEL").n_keys == local["PER_CHANNEL"].n_keys
     finally:
         worker.close()
+        knot_search._SCORER_FAILURE[:] = failures
 
 
 def test_the_worker_sends_writeable_and_small_arrays_whole_every_time():
@@ -315,15 +326,17 @@ def test_the_worker_sends_writeable_and_small_arrays_whole_every_time():
 
     worker = segment_process.WorkerKernel()
     try:
+        pending: dict = {}
         big = np.zeros(4096)
-        assert worker._pack(big)[0] == segment_process._VALUE  # writeable: it may change between requests
+        assert worker._pack(big, pending)[0] == segment_process._VALUE  # writeable: it may change
         big.flags.writeable = False
-        assert worker._pack(big)[0] == segment_process._HOLD
-        assert worker._pack(big)[0] == segment_process._TOKEN
+        assert worker._pack(big, pending)[0] == segment_process._HOLD
+        assert worker._pack(big, pending)[0] == segment_process._TOKEN  # twice in one request: sent once
+        assert not worker._held  # held once the child has answered
         small = np.zeros(8)
         small.flags.writeable = False
-        assert worker._pack(small)[0] == segment_process._VALUE
-        assert worker._pack(3)[0] == segment_process._VALUE
+        assert worker._pack(small, pending)[0] == segment_process._VALUE
+        assert worker._pack(3, pending)[0] == segment_process._VALUE
         # many problems one after another: the child holds the last _HELD_MAX arrays, the answers stay right
         for k in range(segment_process._HELD_MAX + 5):
             tau = np.linspace(0.0, 1.0, 2000 + k)
@@ -333,7 +346,7 @@ def test_the_worker_sends_writeable_and_small_arrays_whole_every_time():
             want = spline_kernel.split_lane_spans([np.array([0.5])], tau, tau, per_sample, 0.01, 0.25, 1.0)
             np.testing.assert_array_equal(got[0], want[0])
             assert len(worker._held) <= segment_process._HELD_MAX
-        with pytest.raises(RuntimeError, match="no spline kernel function"):
+        with pytest.raises(ValueError, match="no spline kernel function"):
             worker.spline("evaluate", (), {})
     finally:
         worker.close()
