@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from ..steps import run_steps
 from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_result, non_negative, positive_int
 from .bspline import BezierCurve, clamped_knots, evaluate, lsq_batch, spline_to_bezier
 from .knots import KnotProblem, curvature_knots, snap_grid, snap_knots
@@ -248,11 +249,7 @@ def _model_from(
 
 def _drain(gen: Generator[float, None, _T]) -> _T:
     """Run a progress generator to the end; its return value."""
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
+    return run_steps(gen)[1]
 
 
 # --------------------------------------------------------------------------------------

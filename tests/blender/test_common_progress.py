@@ -22,12 +22,8 @@ def _work(fractions, result, log):
 def test_scaled_maps_fractions_into_its_part_and_returns_the_result():
     seen: list = []
     outer = _progress().scaled(_work([0.0, 0.5, 1.0, 1.5, -1.0], "done", []), 0.2, 0.6, seen=seen)
-    out = []
-    try:
-        while True:
-            out.append(next(outer))
-    except StopIteration as stop:
-        assert stop.value == "done"
+    out, result = ext_module("anim_signals.steps").run_steps(outer)
+    assert result == "done"
     assert out == pytest.approx([0.2, 0.4, 0.6, 0.6, 0.2])  # clamped to [lo, hi]
     assert seen == [0.0, 0.5, 1.0, 1.5, -1.0]
 

@@ -14,6 +14,7 @@ import pytest
 MODULES = [
     "anim_signals.channels",
     "anim_signals.validation",
+    "anim_signals.steps",
     "anim_signals.splines.bspline",
     "anim_signals.splines.bezier",
     "anim_signals.splines.key_reduction",

@@ -26,6 +26,7 @@ from anim_signals.motiondb import (
     reconstruct,
     synthesize,
 )
+from anim_signals.steps import run_steps
 
 # ------------------------------------------------------------------------------------------------
 # generated data
@@ -548,14 +549,7 @@ def test_iter_reconstruct_yields_progress_and_returns_the_batch():
     rng = np.random.default_rng(22)
     queries = clips[2][3:20] + rng.normal(scale=0.1, size=(17, 4))
     queries[[0, 6, 7]] = np.nan
-    gen = iter_reconstruct(db, queries, params)
-    progress = []
-    while True:
-        try:
-            progress.append(next(gen))
-        except StopIteration as stop:
-            batch = stop.value
-            break
+    progress, batch = run_steps(iter_reconstruct(db, queries, params))
     assert progress == [(i + 1) / 17 for i in range(17)]
     rec = Reconstructor(db, params)
     expected_pose, expected_best = np.full((17, 4), np.nan), np.full((17, 4), np.nan)

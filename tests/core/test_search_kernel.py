@@ -13,6 +13,7 @@ pytest.importorskip("numba", reason="numba is not installed: Editable Keys runs 
 from anim_signals.splines import fast_search, segment_fit  # noqa: E402
 from anim_signals.splines import key_reduction as fk  # noqa: E402
 from anim_signals.splines.generated import wavy_walk  # noqa: E402
+from anim_signals.steps import run_steps  # noqa: E402
 
 MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "mocap"
 
@@ -184,11 +185,6 @@ def test_closing_a_search_in_its_thread_stops_it_between_units():
     gen.close()  # Esc: no unit starts after this, and the thread is over when close returns
     assert len(started) < 50
     assert not [t for t in threading.enumerate() if t.name.startswith("anim_signals_search")]
-    gen = fast_search._in_a_thread(search, 50)
-    values = []
-    try:
-        while True:
-            values.append(next(gen))
-    except StopIteration as stop:
-        assert stop.value == "finished"
+    values, result = run_steps(fast_search._in_a_thread(search, 50))
+    assert result == "finished"
     assert len(values) == 50 and values == sorted(values) and values[-1] == pytest.approx(0.95)
