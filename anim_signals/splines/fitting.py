@@ -529,7 +529,7 @@ def fit_channels(
     degree : {1, 2, 3}
         Polynomial degree of the spline.
     population : int, optional
-        CMA-ES population (default: pycma's, 4 + 3 ln(dimension)).
+        CMA-ES population (default: 4 + floor(3 ln(dimension)), Hansen's tutorial).
     max_iterations : int, optional
         CMA-ES generations per search (default 20).
     seed : int

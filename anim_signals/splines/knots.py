@@ -13,19 +13,15 @@ vectors in one vectorised least-squares call; on it:
 
 from __future__ import annotations
 
-import copy
-import functools
-import os
-import tempfile
 import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import cma
 import numpy as np
 
 from .bspline import LSQ_RIDGE, clamped_knots, lsq_batch, pad_knot_vectors
+from .cma_es import BatchedCMAES
 
 __all__ = [
     "FEASIBLE",
@@ -52,7 +48,6 @@ PCA_ENERGY_LOST = 1e-12
 CMA_SIGMA0_FRACTION = 0.3
 CMA_TOLFUN = 1e-12
 CMA_TOLX_FRACTION = 1e-9  # of sigma0
-CMA_SEED_MODULUS = 2**31 - 2  # pycma treats seed 0 as "random": seeds map to 1 .. 2**31 - 2
 # Increments: clipped at 0 plus this, so an all-zero sample still spreads its knots evenly.
 INCREMENT_FLOOR = 1e-12
 INCREMENT_OFFSET = 1e-6  # increments of given knots stay strictly positive
@@ -124,35 +119,6 @@ def _compiled_scorer():
     """:func:`.spline_kernel.score_candidates` where it runs (:func:`compiled_spline_kernel`), else None."""
     kernel = compiled_spline_kernel()
     return None if kernel is None else kernel.score_candidates
-
-
-def _cma_options(population: int | None, max_iterations: int) -> dict:
-    """The options of every CMA-ES run (pycma's names), seed and ``tolx`` aside."""
-    opts = {
-        "verbose": -9,
-        "maxiter": max_iterations,
-        "tolfun": CMA_TOLFUN,
-        # no log files, and an absolute prefix: pycma's logger resolves it with
-        # abspath(), which fails when the working directory no longer exists
-        "verb_log": 0,
-        "verb_filenameprefix": os.path.join(tempfile.gettempdir(), "anim_signals_cma_"),
-    }
-    if population:
-        opts["popsize"] = population
-    return opts
-
-
-@functools.lru_cache(maxsize=64)
-def _evaluated_options(dimension: int, population: int | None, max_iterations: int) -> dict:
-    """:func:`_cma_options` with every pycma default filled in and evaluated for this dimension.
-
-    pycma's defaults are expressions (``'4 + 3 * np.log(N)'``, ...) that its constructor parses and
-    evaluates each time: half of a constructor's 6 ms, paid by every one of a tolerance search's
-    many small runs. They depend on the dimension and the options, not on the start point, step or
-    seed, so they are evaluated once per dimension and passed whole; a run started so is the same
-    run (``tests/core/test_fit.py``)."""
-    probe = cma.CMAEvolutionStrategy(np.full(dimension, 0.5), 0.1, _cma_options(population, max_iterations))
-    return dict(probe.opts)
 
 
 def _objective(max_error: np.ndarray, rms: np.ndarray, objective: str) -> np.ndarray:
@@ -317,16 +283,28 @@ class KnotProblem:
         free = max((hi - lo) - (n_int + 1) * self.min_gap, INCREMENT_FLOOR)
         return np.maximum(d - self.min_gap, 0.0) / free + INCREMENT_OFFSET
 
-    def _strategy(
-        self, init: np.ndarray, bounds: tuple[float, float], population: int | None, max_iterations: int, seed: int
-    ) -> cma.CMAEvolutionStrategy:
-        z0 = self.knots_to_increments(init, *bounds)
-        sigma0 = CMA_SIGMA0_FRACTION * float(np.mean(z0))
-        # a deep copy: the cached options' lists are not shared by runs (pycma may change them in place)
-        opts = copy.deepcopy(_evaluated_options(z0.size, int(population) if population else None, max_iterations))
-        opts["seed"] = int(seed) % CMA_SEED_MODULUS + 1
-        opts["tolx"] = CMA_TOLX_FRACTION * sigma0
-        return cma.CMAEvolutionStrategy(z0, sigma0, opts)
+    def _searches(
+        self,
+        starts: list[np.ndarray],
+        population: int | None,
+        max_iterations: int,
+        seeds: Sequence[int],
+    ) -> list[tuple[BatchedCMAES, np.ndarray]]:
+        """One batched CMA-ES per dimension over the runs' start increments, with the runs (indices
+        into ``starts``) it holds: step ``CMA_SIGMA0_FRACTION`` of the mean increment, ``tolx`` a
+        fraction of that step."""
+        searches = []
+        sizes = np.array([start.size for start in starts])
+        for size in np.unique(sizes):
+            members = np.flatnonzero(sizes == size)
+            means = np.stack([starts[k] for k in members])
+            sigmas = CMA_SIGMA0_FRACTION * means.mean(axis=1)
+            search = BatchedCMAES(
+                means, sigmas, [int(seeds[k]) for k in members], popsize=population,
+                max_iterations=max_iterations, tolfun=CMA_TOLFUN, tolx=CMA_TOLX_FRACTION * sigmas,
+            )
+            searches.append((search, members))
+        return searches
 
     def _candidates(
         self, asked: np.ndarray, init: np.ndarray, window: tuple[int, int], bounds: tuple[float, float]
@@ -350,7 +328,7 @@ class KnotProblem:
         windows: Sequence[tuple[int, int]] | None = None,
         scorer: RunScorer | None = None,
     ) -> Generator[float, None, list[KnotSearch]]:
-        """CMA-ES (pycma ask/tell) in lockstep on several lanes, all populations scored together.
+        """CMA-ES (:class:`.cma_es.BatchedCMAES`) in lockstep on several lanes, all populations scored together.
 
         Minimises 'rms' or 'max' (+ RMS tie-break) over each run's knot count (that of its
         init). ``windows[k] = (i0, i1)`` frees only ``inits[k][i0:i1]`` (the others stay put):
@@ -382,37 +360,50 @@ class KnotProblem:
                 scores = self.score(rows, lanes[runs])
                 return scores.max_error, scores.rms
         mx0, rms0 = scorer(list(inits), np.arange(len(inits)))
-        strategies = []
         best: list[_Best] = []
         for k, init in enumerate(inits):
-            i0, i1 = windows[k]
-            strategies.append(self._strategy(init[i0:i1], bounds[k], population, max_iterations, seeds[k]))
             obj0 = rms0[k] if objective == "rms" else mx0[k] + RMS_TIE_BREAK * rms0[k]
             best.append(_Best(np.asarray(init, dtype=float), float(mx0[k]), float(rms0[k]), float(obj0)))
-        running = [k for k in range(len(inits)) if target is None or best[k].max_error > target]
+        starts = [self.knots_to_increments(init[i0:i1], *bounds[k])
+                  for k, (init, (i0, i1)) in enumerate(zip(inits, windows, strict=True))]
+        searches = self._searches(starts, population, max_iterations, seeds)
+        running = np.ones(len(inits), dtype=bool)
+        if target is not None:
+            running &= np.array([b.max_error > target for b in best], dtype=bool)
         for gen in range(max_iterations):
-            running = [k for k in running if not (gen > 0 and strategies[k].stop())]
-            if not running:
+            for search, members in searches:
+                running[members] &= ~search.stopped
+            if not running.any():
                 break
-            asked = {k: np.asarray(strategies[k].ask()) for k in running}
-            candidates = {k: self._candidates(asked[k], inits[k], windows[k], bounds[k]) for k in running}
-            batch = [row for k in running for row in candidates[k]]
-            runs = np.concatenate([np.full(len(candidates[k]), k) for k in running])
+            asked: list[tuple[BatchedCMAES, np.ndarray, np.ndarray, np.ndarray]] = []
+            for search, members in searches:
+                local = np.flatnonzero(running[members])
+                if local.size:
+                    asked.append((search, local, members[local], search.ask(local)))
+            candidates = {int(k): self._candidates(samples, inits[k], windows[k], bounds[k])
+                          for _, _, ks, xs in asked for k, samples in zip(ks, xs, strict=True)}
+            order = [int(k) for _, _, ks, _ in asked for k in ks]
+            batch = [row for k in order for row in candidates[k]]
+            runs = np.concatenate([np.full(len(candidates[k]), k) for k in order])
             mx, rms = scorer(batch, runs)
+            obj = _objective(mx, rms, objective)
             offset = 0
-            for k in running:
-                count = len(candidates[k])
-                m_k, r_k = mx[offset : offset + count], rms[offset : offset + count]
+            for search, local, ks, _ in asked:
+                count = ks.size * search.popsize
+                search.tell(local, obj[offset : offset + count].reshape(ks.size, search.popsize))
                 offset += count
-                obj = _objective(m_k, r_k, objective)
-                strategies[k].tell(list(asked[k]), obj.tolist())
-                i = int(np.argmin(obj))
-                if obj[i] < best[k].objective:
-                    best[k] = _Best(candidates[k][i], float(m_k[i]), float(r_k[i]), float(obj[i]))
+            offset = 0
+            for k in order:
+                count = len(candidates[k])
+                o_k = obj[offset : offset + count]
+                i = int(np.argmin(o_k))
+                if o_k[i] < best[k].objective:
+                    best[k] = _Best(candidates[k][i], float(mx[offset + i]), float(rms[offset + i]), float(o_k[i]))
+                offset += count
             self.generations += 1
             yield (gen + 1) / max_iterations
             if target is not None:
-                running = [k for k in running if best[k].max_error > target]
+                running &= np.array([b.max_error > target for b in best], dtype=bool)
         return [KnotSearch(b.knots, b.max_error, b.rms) for b in best]
 
     def cma(

@@ -276,7 +276,7 @@ def _scaled_pca_tolerance(pca_tolerance: float | None, max_error: Any, tol: np.n
 
 
 def _check_search_settings(population: Any, max_iterations: Any, seed: Any) -> None:
-    """CMA-ES settings: a population of at least 2 (pycma ranks the samples), generations >= 0."""
+    """CMA-ES settings: a population of at least 2 (CMA-ES ranks the samples), generations >= 0."""
     if population is not None:
         positive_int("population", population, minimum=2)
     if max_iterations is not None:
@@ -336,7 +336,7 @@ def fit_latent_spline(
     degree : {1, 2, 3}
         Polynomial degree.
     population : int, optional
-        CMA-ES population size (default: 100 for ``internal_knots``, pycma's otherwise).
+        CMA-ES population size (default: 100 for ``internal_knots``, 4 + floor(3 ln(dimension)) otherwise).
     max_iterations : int, optional
         CMA-ES generations (default 100 for ``internal_knots``, 60 per rescue for ``max_error``).
     seed : int

@@ -457,7 +457,7 @@ def solve_tolerance(
     problem : KnotProblem
         The lanes to solve.
     population, max_iterations, seed : int
-        CMA-ES settings of the rescues (population None: pycma's default).
+        CMA-ES settings of the rescues (population None: 4 + floor(3 ln(dimension))).
     snap : ndarray or None
         Allowed knot positions in tau (whole frames), or None for any sample position.
     starts : sequence of ndarray, optional

@@ -269,7 +269,7 @@ def test_bezier_evaluation_of_free_handles_matches_parametric_curve():
 
 
 def test_runs_when_the_working_directory_is_gone(tmp_path, monkeypatch):
-    """Blender may run scripts from a folder that has since been removed; pycma must not care."""
+    """Blender may run scripts from a folder that has since been removed; the fit must not care."""
     gone = tmp_path / "gone"
     gone.mkdir()
     monkeypatch.chdir(gone)
@@ -439,29 +439,3 @@ def test_removal_work_does_not_grow_with_the_clip():
     # (scoring each round's shortlist on the whole clip took ~800 rows at both lengths)
     assert max(whole_clip_rows) <= 150
     assert whole_clip_rows[1] <= whole_clip_rows[0] + 40
-
-
-@pytest.mark.parametrize("dimension, population", [(2, None), (5, 100), (9, 12)])
-def test_cma_runs_from_the_evaluated_options_are_the_plain_runs(dimension, population):
-    # the knot searches pass pycma its options evaluated once per dimension: every sample, step and
-    # mean must be those of a run given the plain options (pycma evaluating its defaults itself)
-    import cma
-
-    from anim_signals.splines import knots
-
-    def trajectory(opts):
-        # until pycma stops (its stopping rules read evaluated defaults too: tolstagnation, ...)
-        es = cma.CMAEvolutionStrategy(np.linspace(0.2, 0.8, dimension), 0.05, opts)
-        out = []
-        while not es.stop():
-            asked = es.ask()
-            es.tell(asked, [float(np.sum((np.asarray(x) - 0.3) ** 2 * np.arange(1, dimension + 1))) for x in asked])
-            out.append(np.concatenate([np.ravel(asked), es.mean, [es.sigma]]))
-        return np.concatenate(out), dict(es.stop())
-
-    plain = {**knots._cma_options(population, 40), "seed": 7, "tolx": 1e-9}
-    evaluated = {**knots._evaluated_options(dimension, population, 40), "seed": 7, "tolx": 1e-9}
-    assert all(not isinstance(v, str) or k.startswith(("verb_", "signals")) for k, v in evaluated.items())
-    (got, got_stop), (want, want_stop) = trajectory(evaluated), trajectory(plain)
-    np.testing.assert_array_equal(got, want)
-    assert got_stop == want_stop and got_stop
