@@ -45,6 +45,9 @@ from .values import float_range, int_range, non_negative_int, positive_int
 __all__ = ["COMMANDS", "LibrarySummary", "default_options", "run_library", "PARSERS"]
 
 COMMANDS = ("fit", "loop", "compare", "db-build")
+# A scheduler just started may not have its workers yet (a worker registers a second or two after it
+# starts): the runner waits this long for the first one before it reports a cluster without workers.
+FIRST_WORKER_WAIT_SECONDS = 30.0
 SAVE_EVERY_SECONDS = 1.0  # the manifest is replaced at most this often while results come in (and at the end)
 # test hook: "N" kills this (the client) process while it replaces the manifest after the N-th result,
 # the new manifest written under its temporary name but not yet renamed
@@ -172,6 +175,11 @@ def check_workers(client) -> dict[str, dict]:
     from .library_tasks import REQUIRED, worker_environment
 
     try:
+        client.wait_for_workers(1, timeout=FIRST_WORKER_WAIT_SECONDS)
+    except TimeoutError:
+        raise CliError(f"the Dask cluster has no workers (none joined in {FIRST_WORKER_WAIT_SECONDS:.0f} s): start "
+                       "some with 'dask worker ADDRESS --nthreads 1'") from None
+    try:
         checkout_on_path(client)
         found = client.run(worker_environment)
     except Exception as ex:  # a worker that cannot even unpickle the check: the checkout is not at this path
@@ -187,7 +195,7 @@ def check_workers(client) -> dict[str, dict]:
             have = ", ".join(f"{p} {env[p]}" for p in REQUIRED if env.get(p))
             bad.append(f"{addr}: missing {', '.join(missing)} (found python {env['python']}, {have or 'nothing else'})")
     if bad:
-        raise CliError("workers without the required packages (bpy, numpy, scipy, cma, dask, distributed):\n  "
+        raise CliError("workers without the required packages (bpy, numpy, scipy, dask, distributed):\n  "
                        + "\n  ".join(bad))
     return found
 
