@@ -1,4 +1,6 @@
-"""Anim Signals algorithm core: numpy/scipy/cma only, never bpy. Arrays in, arrays out.
+"""Anim Signals algorithm core: arrays in, arrays out, never bpy.
+
+numpy and scipy throughout; scikit-learn, faiss and numba where a tool asks for them.
 
 One subpackage per tool, plus the channel conventions every tool shares:
 

@@ -7,7 +7,7 @@ Run with the project's venv (it needs the ``bpy`` module for Blender's builder a
     .venv/bin/python scripts/build_extension.py --platform linux-x64  # only the Linux zip
 
 Steps:
-1. download the scipy, scikit-learn, faiss-cpu, numba and llvmlite (cp311, per platform) and cma, packaging, joblib, threadpoolctl
+1. download the scipy, scikit-learn, faiss-cpu, numba and llvmlite (cp311, per platform) and packaging, joblib, threadpoolctl
    (py3-none-any; the runtime dependencies of faiss and scikit-learn) wheels into ``wheels/``
    (git-ignored; already present wheels are reused, nothing is downloaded again);
 2. copy the extension's source into a staging folder ``build/staging/anim_signals`` (respecting the
@@ -37,7 +37,6 @@ STAGING_PARENT = ROOT / "build" / "staging"
 DIST_DIR = ROOT / "dist"
 
 SCIPY_VERSION = "1.16.3"  # wheels for cp311 on all four platforms; works with numpy 1.26 (>=1.25.2)
-CMA_VERSION = "4.5.0"
 # scikit-learn (Isomap, LLE, t-SNE, kernel PCA for the spatial keyframes): 1.6.x has cp311 wheels on
 # all four platforms and needs numpy >= 1.19.5, so it runs on Blender's numpy 1.26; joblib and
 # threadpoolctl are its pure-Python runtime dependencies (Blender ships neither).
@@ -69,7 +68,6 @@ PLATFORMS: dict[str, tuple[list[str], str]] = {
     "macos-arm64": (["macosx_12_0_arm64"], f"scipy-{SCIPY_VERSION}-cp311-cp311-macosx_*_arm64.whl"),
     "windows-x64": (["win_amd64"], f"scipy-{SCIPY_VERSION}-cp311-cp311-win_amd64.whl"),
 }
-CMA_GLOB = f"cma-{CMA_VERSION}-py3-none-any.whl"
 # Blender platform -> glob of the scikit-learn wheel (same pip platform tags as scipy's)
 SKLEARN_GLOBS: dict[str, str] = {
     "linux-x64": f"scikit_learn-{SKLEARN_VERSION}-cp311-cp311-*manylinux*_x86_64.whl",
@@ -102,7 +100,6 @@ COMPILED_WHEELS: list[tuple[str, dict[str, str]]] = [
     for name, version in (("numba", NUMBA_VERSION), ("llvmlite", LLVMLITE_VERSION))
 ]
 PURE_WHEELS: list[tuple[str, str]] = [  # (requirement, glob) of the py3-none-any wheels
-    (f"cma=={CMA_VERSION}", CMA_GLOB),
     (f"packaging=={PACKAGING_VERSION}", f"packaging-{PACKAGING_VERSION}-py3-none-any.whl"),
     (f"joblib=={JOBLIB_VERSION}", f"joblib-{JOBLIB_VERSION}-py3-none-any.whl"),
     (f"threadpoolctl=={THREADPOOLCTL_VERSION}", f"threadpoolctl-{THREADPOOLCTL_VERSION}-py3-none-any.whl"),

@@ -46,7 +46,7 @@ from .outputs import write_text  # noqa: E402
 
 __all__ = ["REQUIRED", "clip_outputs", "run_clip", "build_database", "worker_environment"]
 
-REQUIRED = ("numpy", "scipy", "cma", "bpy", "dask", "distributed")
+REQUIRED = ("numpy", "scipy", "bpy", "dask", "distributed")
 
 # test hook: "<clip name>:<marker file>:<where>" kills this worker process (SIGKILL) the first time
 # the clip reaches <where> ("start" or "write": its .blend written under the temporary name, not yet
@@ -62,7 +62,7 @@ def worker_environment() -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, version
 
     found: dict[str, Any] = {"python": ".".join(map(str, sys.version_info[:3])), "pid": os.getpid()}
-    for name in ("numpy", "scipy", "cma", "bpy", "dask", "distributed"):
+    for name in ("numpy", "scipy", "bpy", "dask", "distributed"):
         try:
             found[name] = version(name)
         except PackageNotFoundError:
