@@ -23,6 +23,7 @@ MODULES = [
     "anim_signals.splines.object_space",
     "anim_signals.splines.latent",
     "anim_signals.splines.fitting",
+    "anim_signals.splines.cma_es",
     "anim_signals.manifolds.srv",
     "anim_signals.manifolds.clips",
     "anim_signals.manifolds.loop",
