@@ -97,7 +97,7 @@ class CMAParameters:
         weights = np.empty(lam)
         weights[:mu] = positive / positive.sum()
         negative_mass = np.abs(negative[negative < 0]).sum()
-        if negative_mass > 0:
+        if negative_mass > 0 and c_mu > 0:  # (c_mu is 0 with a single positive weight: no rank-mu update)
             mueff_minus = negative.sum() ** 2 / (negative**2).sum()
             scale = min(
                 1 + c_1 / c_mu,  # alpha_mu^-

@@ -162,6 +162,17 @@ def test_nan_ranks_last_and_wrong_runs_are_refused():
         CMAParameters.default(3, 1)
 
 
+@pytest.mark.parametrize("popsize", [2, 3])
+def test_the_smallest_populations_run(popsize, recwarn):
+    # one positive weight: no rank-mu update (c_mu = 0), so no negative weights either
+    p = CMAParameters.default(4, popsize)
+    assert p.c_mu == 0 and p.weights[0] == 1 and not p.weights[1:].any()
+    es = BatchedCMAES(np.full((1, 4), 1.0), [0.5], seeds=[2], popsize=popsize, max_iterations=300)
+    while not es.stopped.all():
+        es.tell([0], sphere(es.ask([0])))
+    assert sphere(es.mean[0]) < 1e-3 and not recwarn.list
+
+
 class PycmaRuns:
     """pycma behind BatchedCMAES's interface: the knot searches driven by Hansen's library."""
 
