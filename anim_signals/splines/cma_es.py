@@ -1,9 +1,12 @@
 """CMA-ES for many independent runs at once: every run of one dimension steps in the same numpy calls.
 
 The algorithm and its default parameters are those of Hansen, "The CMA Evolution Strategy: A
-Tutorial" (arXiv:1604.00772, 2016; Table 1 and Appendix A): weighted recombination with negative
-(active) weights for the worse half, cumulative step-size adaptation, rank-one and rank-mu
-covariance updates. pycma (Hansen's library) runs the same algorithm one run at a time; its
+Tutorial" (arXiv:1604.00772; Table 1 and Appendix A, with the revised rank-mu rate's 1/4 term that
+pycma also uses): weighted recombination with negative (active) weights for the worse half,
+cumulative step-size adaptation, rank-one and rank-mu covariance updates, and the covariance
+decomposed afresh only every ``popsize / (c_1 + c_mu) / n / 10`` generations above
+``LAZY_EIGEN_DIMENSION`` (the tutorial's O(n^2) schedule; every generation below it, where the
+batched decomposition costs little). pycma (Hansen's library) runs the same algorithm one run at a time; its
 bookkeeping (an archive of every sampled solution, option parsing, boundary and integer handling)
 costs 1.5-2 ms a generation, more than the whole knot scoring of the seed's 1D setting (101
 samples, population 100, 12 generations). Here a generation of R runs is a few batched numpy
@@ -26,6 +29,9 @@ __all__ = ["BatchedCMAES", "CMAParameters"]
 # pycma's defaults for the stopping rules this module implements
 FLAT_FITNESS_ITERATIONS = 1  # pycma's 'tolflatfitness': generations with a flat population tolerated
 FLAT_FITNESS_QUANTILE = 0.75  # flat: the best value equals the one at this rank
+TOL_UP_SIGMA = 1e20  # pycma's 'tolupsigma': a step this many times the first one ends the run
+RANK_MU_OFFSET = 0.25  # the revised tutorial's and pycma's 1/4 in the rank-mu learning rate
+LAZY_EIGEN_DIMENSION = 40  # above this many coordinates the covariance is decomposed lazily
 HSIG_THRESHOLD = 1.4  # Hansen's tutorial, (1.4 + 2 / (n + 1)) E||N(0, I)||
 EIGENVALUE_FLOOR = 1e-300  # a covariance eigenvalue rounded below zero counts as this
 
@@ -78,8 +84,8 @@ class CMAParameters:
         Examples
         --------
         >>> p = CMAParameters.default(5)
-        >>> p.popsize, p.mu, round(float(p.weights[: p.mu].sum()), 12)
-        (8, 4, 1.0)
+        >>> p.popsize, p.mu, round(float(p.weights[: p.mu].sum()), 12), round(p.c_mu, 4)
+        (8, 4, 1.0, 0.0479)
         """
         n = int(dimension)
         if n < 1:
@@ -93,11 +99,12 @@ class CMAParameters:
         mueff = positive.sum() ** 2 / (positive**2).sum()
         alpha_cov = 2.0
         c_1 = alpha_cov / ((n + 1.3) ** 2 + mueff)
-        c_mu = min(1 - c_1, alpha_cov * (mueff - 2 + 1 / mueff) / ((n + 2) ** 2 + alpha_cov * mueff / 2))
+        c_mu = min(1 - c_1, alpha_cov * (RANK_MU_OFFSET + mueff - 2 + 1 / mueff)
+                   / ((n + 2) ** 2 + alpha_cov * mueff / 2))
         weights = np.empty(lam)
         weights[:mu] = positive / positive.sum()
         negative_mass = np.abs(negative[negative < 0]).sum()
-        if negative_mass > 0 and c_mu > 0:  # (c_mu is 0 with a single positive weight: no rank-mu update)
+        if negative_mass > 0:
             mueff_minus = negative.sum() ** 2 / (negative**2).sum()
             scale = min(
                 1 + c_1 / c_mu,  # alpha_mu^-
@@ -139,8 +146,9 @@ class BatchedCMAES:
         A run stops once both its current population's values and its best values over the last
         ``10 + ceil(30 n / popsize)`` generations span less than this (pycma's ``tolfun``).
     tolx : float or array_like, shape (R,)
-        A run stops once ``sigma * sqrt(C_ii)`` and ``sigma * p_c`` are below this in every
-        coordinate (pycma's ``tolx``).
+        A run stops once ``sigma * sqrt(C_ii)`` and ``sigma * |p_c|`` are below this in every
+        coordinate (pycma's ``tolx``; pycma compares ``p_c`` signed). A run also stops once its step
+        exceeds ``TOL_UP_SIGMA`` times its first (pycma's ``tolupsigma``).
 
     Attributes
     ----------
@@ -182,7 +190,12 @@ class BatchedCMAES:
         self.max_iterations = int(max_iterations)
         self.tolfun = float(tolfun)
         self.tolx = np.broadcast_to(np.asarray(tolx, dtype=float), (count,)).copy()
-        self.history_length = 10 + int(np.ceil(30 * n / self.params.popsize))
+        self.history_length = int(10 + 30 * n / self.params.popsize)  # pycma's length of the best-value history
+        p = self.params
+        self.eigen_interval = (max(1, int(p.popsize / (p.c_1 + p.c_mu) / n / 10))
+                               if n > LAZY_EIGEN_DIMENSION else 1)
+        self.sigma0 = self.sigma.copy()
+        self._eigen_iteration = np.zeros(count, dtype=int)
         self._rngs = [np.random.default_rng(int(s) % 2**64) for s in seeds]
         self.cov = np.broadcast_to(np.eye(n), (count, n, n)).copy()
         self.axes = self.cov.copy()  # B: eigenvectors of C, columns
@@ -203,6 +216,8 @@ class BatchedCMAES:
     def ask(self, runs: np.ndarray) -> np.ndarray:
         """A generation of samples (len(runs), popsize, n) for the given runs (indices into R)."""
         runs = np.asarray(runs, dtype=int)
+        if np.unique(runs).size != runs.size:
+            raise ValueError("ask() takes each run once")
         n, lam = self.params.dimension, self.params.popsize
         normal = np.empty((runs.size, lam, n))
         for i, run in enumerate(runs):
@@ -234,7 +249,7 @@ class BatchedCMAES:
         step_mean = np.einsum("k,rki->ri", positive, steps[:, : p.mu])
         # C^(-1/2) y = B z: the whitened mean step without inverting C
         whitened_mean = np.einsum("rij,rj->ri", axes, np.einsum("k,rkj->rj", positive, normal[:, : p.mu]))
-        self.mean[runs] += sigma[:, None] * step_mean
+        mean = self.mean[runs] + sigma[:, None] * step_mean
 
         generation = self.iterations[runs] + 1
         path_sigma = (1 - p.c_sigma) * self.path_sigma[runs] + np.sqrt(
@@ -249,7 +264,7 @@ class BatchedCMAES:
         weights = np.broadcast_to(p.weights, (runs.size, p.popsize)).copy()
         squared = np.maximum((normal[:, p.mu :] ** 2).sum(axis=2), EIGENVALUE_FLOOR)
         weights[:, p.mu :] *= p.dimension / squared
-        rank_mu = np.einsum("rk,rki,rkj->rij", weights, steps, steps)
+        rank_mu = np.matmul(np.swapaxes(steps * weights[:, :, None], 1, 2), steps)  # sum_k w_k y_k y_k^T
         rank_one = path_c[:, :, None] * path_c[:, None, :]
         lost = (1 - h_sigma) * p.c_c * (2 - p.c_c)
         decay = 1 + p.c_1 * lost - p.c_1 - p.c_mu * p.weights.sum()
@@ -261,14 +276,18 @@ class BatchedCMAES:
         flat = ranked_values[:, 0] == ranked_values[:, int(FLAT_FITNESS_QUANTILE * p.popsize)]
         sigma = sigma * np.exp(p.c_sigma / p.d_sigma * (path_norm / p.chi_n - 1))
 
-        finite = np.isfinite(cov).all(axis=(1, 2)) & np.isfinite(sigma) & np.isfinite(self.mean[runs]).all(axis=1)
-        eigenvalues = np.ones((runs.size, p.dimension))
-        eigenvectors = np.broadcast_to(np.eye(p.dimension), cov.shape).copy()
-        if finite.any():
-            eigenvalues[finite], eigenvectors[finite] = np.linalg.eigh(cov[finite])
+        finite = np.isfinite(cov).all(axis=(1, 2)) & np.isfinite(sigma) & np.isfinite(mean).all(axis=1)
+        # a run whose update is not finite keeps its last state and stops (below)
+        due = finite & (generation - self._eigen_iteration[runs] >= self.eigen_interval)
+        if due.any():
+            eigenvalues, eigenvectors = np.linalg.eigh(cov[due])
+            axes[due] = eigenvectors
+            scales[due] = np.sqrt(np.maximum(eigenvalues, EIGENVALUE_FLOOR))
+            self._eigen_iteration[runs[due]] = generation[due]
+        self.mean[runs] = np.where(finite[:, None], mean, self.mean[runs])
         self.cov[runs] = np.where(finite[:, None, None], cov, self.cov[runs])
-        self.axes[runs] = np.where(finite[:, None, None], eigenvectors, axes)
-        self.scales[runs] = np.where(finite[:, None], np.sqrt(np.maximum(eigenvalues, EIGENVALUE_FLOOR)), scales)
+        self.axes[runs] = axes
+        self.scales[runs] = scales
         self.sigma[runs] = np.where(finite, sigma, self.sigma[runs])
         self.path_sigma[runs] = path_sigma
         self.path_c[runs] = path_c
@@ -281,7 +300,8 @@ class BatchedCMAES:
         self.stopped[runs] |= self._stops(runs, ranked_values, history, finite)
 
     def _stops(self, runs: np.ndarray, ranked_values: np.ndarray, history: np.ndarray, finite: np.ndarray) -> np.ndarray:
-        """pycma's stopping rules that can end a short run: maxiter, tolfun, tolx, tolflatfitness."""
+        """pycma's stopping rules that can end a short run: maxiter, tolfun, tolx, tolflatfitness,
+        tolupsigma; and a run whose update was not finite."""
         with np.errstate(invalid="ignore"):
             current_range = ranked_values[:, -1] - ranked_values[:, 0]
             historic_range = np.nanmax(history, axis=1) - np.nanmin(history, axis=1)
@@ -295,5 +315,6 @@ class BatchedCMAES:
             | tolfun
             | tolx
             | (self._flat[runs] > FLAT_FITNESS_ITERATIONS)
+            | (self.sigma[runs] > TOL_UP_SIGMA * self.sigma0[runs])
             | ~finite
         )

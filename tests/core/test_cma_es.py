@@ -59,20 +59,73 @@ def pycma_to_target(f, n, seed, target):
     return np.nan
 
 
-@pytest.mark.parametrize("n, popsize", [(2, None), (5, None), (5, 100), (12, 20)])
+@pytest.mark.parametrize("n, popsize", [(1, None), (2, None), (5, None), (5, 100), (12, 20), (4, 2), (4, 3)])
 def test_weights_and_rates_are_pycmas(n, popsize):
-    # both follow the tutorial's Table 1 for the weights, mueff and the rank-one rates
+    # pycma follows the tutorial's Table 1 (with the revised 1/4 in c_mu) for the weights and the
+    # covariance rates; its step-size rates are its own variant, so those are checked against the
+    # tutorial's formulas here
     ours = CMAParameters.default(n, popsize)
     theirs = cma.CMAEvolutionStrategy(np.zeros(n), 1.0, {"verbose": -9, "popsize": popsize} if popsize
-                                      else {"verbose": -9}).sp
-    assert ours.popsize == theirs.popsize and ours.mu == theirs.weights.mu
-    np.testing.assert_allclose(ours.weights[: ours.mu], np.asarray(theirs.weights)[: ours.mu], rtol=1e-12)
-    assert ours.mueff == pytest.approx(theirs.weights.mueff, rel=1e-12)
-    assert ours.c_c == pytest.approx(theirs.cc, rel=1e-12)
+                                      else {"verbose": -9})
+    assert ours.popsize == theirs.sp.popsize and ours.mu == theirs.sp.weights.mu
+    np.testing.assert_allclose(ours.weights, np.asarray(theirs.sp.weights), rtol=1e-12, atol=1e-15)
+    assert ours.mueff == pytest.approx(theirs.sp.weights.mueff, rel=1e-12)
+    assert ours.c_c == pytest.approx(theirs.sp.cc, rel=1e-12)
+    assert ours.c_mu == pytest.approx(theirs.sp.cmu, rel=1e-12)
     if ours.popsize >= 6:  # pycma scales c1 down below 6 samples
-        assert ours.c_1 == pytest.approx(theirs.c1, rel=1e-12)
-    assert np.all(ours.weights[ours.mu :] <= 0) and ours.weights.sum() < 1
-    assert ours.chi_n == pytest.approx(np.sqrt(n) * (1 - 1 / (4 * n) + 1 / (21 * n**2)))
+        assert ours.c_1 == pytest.approx(theirs.sp.c1, rel=1e-12)
+    assert ours.chi_n == pytest.approx(theirs.const.chiN, rel=1e-12)
+    mueff = ours.mueff
+    assert ours.c_sigma == pytest.approx((mueff + 2) / (n + mueff + 5))
+    assert ours.d_sigma == pytest.approx(1 + 2 * max(0, np.sqrt((mueff - 1) / (n + 1)) - 1) + ours.c_sigma)
+
+
+def reference_generation(state, x, values, p):
+    """One generation of the tutorial's CMA-ES, written out plainly for one run from its samples x
+    (popsize, n): explicit C^(-1/2), a loop over the samples."""
+    mean, sigma, cov, path_sigma, path_c, g = state
+    n = mean.size
+    eigenvalues, axes = np.linalg.eigh(cov)
+    inv_sqrt = axes @ np.diag(1 / np.sqrt(eigenvalues)) @ axes.T
+    order = np.argsort(values, kind="stable")
+    y = [(x[k] - mean) / sigma for k in order]
+    y_w = sum(p.weights[i] * y[i] for i in range(p.mu))
+    new_mean = mean + sigma * y_w
+    path_sigma = (1 - p.c_sigma) * path_sigma + np.sqrt(p.c_sigma * (2 - p.c_sigma) * p.mueff) * inv_sqrt @ y_w
+    h = float(np.linalg.norm(path_sigma) / np.sqrt(1 - (1 - p.c_sigma) ** (2 * (g + 1)))
+              < (1.4 + 2 / (n + 1)) * p.chi_n)
+    path_c = (1 - p.c_c) * path_c + h * np.sqrt(p.c_c * (2 - p.c_c) * p.mueff) * y_w
+    rank_mu = np.zeros((n, n))
+    for i in range(p.popsize):
+        w = p.weights[i] if p.weights[i] >= 0 else p.weights[i] * n / np.sum((inv_sqrt @ y[i]) ** 2)
+        rank_mu += w * np.outer(y[i], y[i])
+    delta = (1 - h) * p.c_c * (2 - p.c_c)
+    cov = ((1 + p.c_1 * delta - p.c_1 - p.c_mu * p.weights.sum()) * cov + p.c_1 * np.outer(path_c, path_c)
+           + p.c_mu * rank_mu)
+    sigma = sigma * np.exp(p.c_sigma / p.d_sigma * (np.linalg.norm(path_sigma) / p.chi_n - 1))
+    return new_mean, sigma, cov, path_sigma, path_c, g + 1
+
+
+@pytest.mark.parametrize("n, popsize", [(3, None), (5, 100), (6, 7)])
+def test_generations_are_the_tutorials(n, popsize):
+    """Five generations of two batched runs, each step against the plain single-run transcription."""
+    es = BatchedCMAES(np.array([np.linspace(0.1, 0.9, n), np.linspace(-1, 1, n)]), [0.3, 0.7], seeds=[3, 4],
+                      popsize=popsize, max_iterations=50)
+    p = es.params
+    states = [(es.mean[r].copy(), es.sigma[r], np.eye(n), np.zeros(n), np.zeros(n), 0) for r in range(2)]
+    for _ in range(5):
+        runs = np.array([0, 1])
+        x = es.ask(runs)
+        values = ellipsoid(x - 0.2)
+        es.tell(runs, values)
+        for r in runs:
+            states[r] = reference_generation(states[r], x[r], values[r], p)
+            mean, sigma, cov, path_sigma, path_c, _ = states[r]
+            np.testing.assert_allclose(es.mean[r], mean, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(es.sigma[r], sigma, rtol=1e-10)
+            np.testing.assert_allclose(es.cov[r], cov, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(es.path_sigma[r], path_sigma, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(es.path_c[r], path_c, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("name, f, target", [("sphere", sphere, 1e-10), ("ellipsoid", ellipsoid, 1e-8),
@@ -102,9 +155,13 @@ def test_a_run_is_the_same_alone_or_in_a_batch():
     batch = BatchedCMAES(np.array([[0.1, 0.2, 0.3], [0.5] * 3, [2.0, 1.0, 0.0]]), [0.2, 0.3, 0.5],
                          seeds=[4, 11, 5], max_iterations=15)
     np.testing.assert_array_equal(trajectory(alone, 0, 15), trajectory(batch, 1, 15))
+    # and a run is reproducible from its seed
     again = BatchedCMAES(np.full((1, 3), 0.5), [0.3], seeds=[11], max_iterations=15)
     np.testing.assert_array_equal(trajectory(again, 0, 15), trajectory(
         BatchedCMAES(np.full((1, 3), 0.5), [0.3], seeds=[11], max_iterations=15), 0, 15))
+    other = BatchedCMAES(np.full((1, 3), 0.5), [0.3], seeds=[12], max_iterations=15)
+    reference = BatchedCMAES(np.full((1, 3), 0.5), [0.3], seeds=[11], max_iterations=15)
+    assert not np.array_equal(trajectory(other, 0, 15), trajectory(reference, 0, 15))
 
 
 def test_asking_a_subset_leaves_the_others_untouched():
@@ -143,30 +200,68 @@ def test_stopping_rules():
 
 
 def test_nan_ranks_last_and_wrong_runs_are_refused():
+    # a generation with NaN values is the tutorial's generation with those samples ranked last
     es = BatchedCMAES(np.full((1, 4), 2.0), [0.5], seeds=[3], max_iterations=400, tolfun=1e-14, tolx=1e-14)
+    x = es.ask([0])
+    values = sphere(x)
+    values[:, [0, 3, 5]] = np.nan
+    es.tell([0], values)
+    state = (np.full(4, 2.0), 0.5, np.eye(4), np.zeros(4), np.zeros(4), 0)
+    mean, sigma, cov, *_ = reference_generation(state, x[0], np.nan_to_num(values[0], nan=np.inf), es.params)
+    np.testing.assert_allclose(es.mean[0], mean, rtol=1e-12)
+    np.testing.assert_allclose(es.cov[0], cov, rtol=1e-10, atol=1e-14)
 
-    def half_nan(x):
+    def some_nan(x):
         values = sphere(x)
-        values[:, ::2] = np.nan
+        values[:, ::4] = np.nan
         return values
 
-    evaluations = run_to_target(es, half_nan, 1e-8)
-    assert np.isfinite(evaluations).all()
+    assert np.isfinite(run_to_target(es, some_nan, 1e-8)).all()
+    # NaN everywhere ranks as flat (the best no better than the 75 % rank): stopped after two
+    es = BatchedCMAES(np.zeros((1, 3)), [1.0], seeds=[1], max_iterations=50)
+    for _ in range(2):
+        assert not es.stopped[0]
+        es.tell([0], np.full((1, es.popsize), np.nan) + 0 * es.ask([0])[..., 0])
+    assert es.stopped[0] and np.isfinite(es.mean).all()
     es = BatchedCMAES(np.zeros((2, 2)), np.ones(2), seeds=[1, 2])
     es.ask(np.array([0, 1]))
     with pytest.raises(ValueError, match="last ask"):
         es.tell(np.array([1]), np.zeros((1, es.popsize)))
+    with pytest.raises(ValueError, match="each run once"):
+        es.ask(np.array([1, 1]))
     with pytest.raises(ValueError, match="one seed per run"):
         BatchedCMAES(np.zeros((2, 2)), np.ones(2), seeds=[1])
     with pytest.raises(ValueError, match="population of at least 2"):
         CMAParameters.default(3, 1)
 
 
+def test_a_step_that_runs_away_stops_the_run(recwarn):
+    # a linear slope: the step grows every generation until pycma's tolupsigma ends the run
+    es = BatchedCMAES(np.zeros((1, 2)), [1.0], seeds=[5], max_iterations=100_000)
+    while not es.stopped.all():
+        es.tell([0], es.ask([0])[..., 0])
+    assert 1e20 < es.sigma[0] < 1e40 and np.isfinite(es.mean).all() and not recwarn.list
+
+
+def test_lazy_decomposition_above_the_dimension_limit():
+    # the tutorial's O(n^2) schedule: B and D stay between decompositions, C is updated every time
+    from anim_signals.splines import cma_es
+
+    n = cma_es.LAZY_EIGEN_DIMENSION + 10
+    es = BatchedCMAES(np.ones((1, n)), [0.5], seeds=[1], popsize=20, max_iterations=500)
+    assert es.eigen_interval > 1
+    axes = es.axes.copy()
+    for generation in range(1, es.eigen_interval + 1):
+        es.tell([0], ellipsoid(es.ask([0])))
+        changed = not np.array_equal(es.axes, axes)
+        assert changed == (generation == es.eigen_interval)
+        assert not np.allclose(es.cov[0], np.eye(n))
+    small = BatchedCMAES(np.ones((1, 5)), [0.5], seeds=[1], max_iterations=5)
+    assert small.eigen_interval == 1
+
+
 @pytest.mark.parametrize("popsize", [2, 3])
 def test_the_smallest_populations_run(popsize, recwarn):
-    # one positive weight: no rank-mu update (c_mu = 0), so no negative weights either
-    p = CMAParameters.default(4, popsize)
-    assert p.c_mu == 0 and p.weights[0] == 1 and not p.weights[1:].any()
     es = BatchedCMAES(np.full((1, 4), 1.0), [0.5], seeds=[2], popsize=popsize, max_iterations=300)
     while not es.stopped.all():
         es.tell([0], sphere(es.ask([0])))
@@ -211,3 +306,24 @@ def test_the_seed_setting_fits_as_well_as_with_pycma(monkeypatch):
     theirs = {name: rms_of_seeds(y) for name, y in CURVES.items()}
     for name in CURVES:
         assert np.median(ours[name]) <= 1.05 * np.median(theirs[name]), (name, ours[name], theirs[name])
+
+
+def test_lanes_in_one_search_are_the_lanes_alone():
+    """KnotProblem.cma_lanes steps runs of different dimensions together: each run's knots must be
+    those it finds alone (every run draws from its own seed)."""
+    from anim_signals.splines.knots import KnotProblem
+    from anim_signals.steps import run_steps
+
+    rng = np.random.default_rng(2)
+    tau = np.linspace(0.0, 1.0, 300)
+    target = np.column_stack([np.sin(11 * tau), np.cos(17 * tau**2), tau**3]) * 30 + 0.05 * rng.normal(size=(300, 3))
+    problem = KnotProblem.lanes(tau, target, 3, 1)
+    inits = [np.linspace(0, 1, 9)[1:-1], np.linspace(0, 1, 6)[1:-1], np.linspace(0, 1, 9)[1:-1]]
+    windows = [(0, 7), (1, 3), (2, 5)]
+    lanes = np.array([0, 1, 2])
+    _, together = run_steps(problem.cma_lanes(inits, lanes, "max", 12, 8, [5, 6, 7], windows=windows))
+    for k in range(3):
+        _, alone = run_steps(problem.cma_lanes([inits[k]], lanes[[k]], "max", 12, 8, [5 + k], windows=[windows[k]]))
+        np.testing.assert_array_equal(together[k].knots, alone[0].knots)
+        assert together[k].max_error == alone[0].max_error
+        assert together[k].max_error < problem.score([inits[k]], lanes[[k]]).max_error[0]
