@@ -563,7 +563,10 @@ def _piece_values(
 ) -> np.ndarray:
     """Evaluate the polynomial piece of each given span at x (also just outside the span)."""
     _, vals = basis_batch(knots[None], x, degree, spans=spans[None])
-    return _gather_eval(ctrl[None], spans[None], vals, degree)[0]
+    # one knot vector: gather the D + 1 control points of each span directly (a sparse basis
+    # matrix, as the batched evaluation builds, costs more than the product for a curve's keys)
+    rows = spans[:, None] - degree + np.arange(degree + 1)
+    return np.einsum("nr,nrl->nl", vals[0], ctrl[rows])
 
 
 def knot_jumps(knots: np.ndarray, ctrl: np.ndarray, degree: int, order: int, breaks: np.ndarray) -> np.ndarray:
