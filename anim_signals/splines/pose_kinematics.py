@@ -16,6 +16,7 @@ transform T(location) R(rotation) S(scale), the quaternion normalised first (``B
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,8 +24,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["TRANSFORMS", "VIRTUAL_VERTICES", "PoseModel", "pose_matrices", "pose_vertices", "rest_relative",
-           "rotation_matrices", "shell_points"]
+__all__ = ["TRANSFORMS", "VIRTUAL_VERTICES", "PoseModel", "largest_distances", "pose_matrices", "pose_vertices",
+           "rest_relative", "rotation_matrices", "shell_points"]
 
 VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
 
@@ -110,38 +111,46 @@ def rotation_matrices(values: ArrayLike, mode: str) -> np.ndarray:
     """
     # Closed forms in numpy rather than scipy's Rotation (which spatialkeys' as_matrices and
     # mode_values_to_quaternions use): the "Joints" search calls this for every candidate segment,
-    # and on 1,500 frames x 102 bones it is several times as fast (Euler 41 vs 173 ms, its turns
-    # composed as quaternions; quaternions 25 vs 55 ms). tests/core/test_pose_kinematics.py checks
-    # every mode against scipy.
+    # and on 1,500 frames x 102 bones it is several times as fast. tests/core/test_pose_kinematics.py
+    # checks every mode against scipy.
     v = np.asarray(values, dtype=float)
+    return np.moveaxis(_rotation_rows(np.moveaxis(v, -1, 0), mode), (0, 1), (-2, -1))
+
+
+def _rotation_rows(components: np.ndarray, mode: str) -> np.ndarray:
+    """:func:`rotation_matrices` with the components first, (3 or 4, ...) -> (3, 3, ...): each entry
+    one contiguous array (the pose model's layout)."""
+    v = components
     if mode == "QUATERNION":
-        if v.shape[-1:] != (4,):
-            raise ValueError(f"quaternions have 4 values, got shape {v.shape}")
-        norm = np.linalg.norm(v, axis=-1, keepdims=True)
-        return _unit_quaternion_matrices(*np.moveaxis(np.where(norm > 0, v / np.where(norm > 0, norm, 1.0),
-                                                               [1.0, 0, 0, 0]), -1, 0))
+        if v.shape[:1] != (4,):
+            raise ValueError(f"quaternions have 4 values, got shape {np.moveaxis(v, 0, -1).shape}")
+        norm = np.sqrt(np.einsum("i...,i...->...", v, v))
+        safe = np.where(norm > 0, norm, 1.0)
+        w = np.where(norm > 0, v[0] / safe, 1.0)
+        return _unit_quaternion_rows(w, v[1] / safe, v[2] / safe, v[3] / safe)
     if mode == "AXIS_ANGLE":
-        if v.shape[-1:] != (4,):
-            raise ValueError(f"axis-angle rotations have 4 values, got shape {v.shape}")
-        axis = v[..., 1:]
-        norm = np.linalg.norm(axis, axis=-1, keepdims=True)
+        if v.shape[:1] != (4,):
+            raise ValueError(f"axis-angle rotations have 4 values, got shape {np.moveaxis(v, 0, -1).shape}")
+        axis = v[1:]
+        norm = np.sqrt(np.einsum("i...,i...->...", axis, axis))
         unit = np.where(norm > 1e-12, axis / np.where(norm > 1e-12, norm, 1.0), 0.0)  # a zero axis: no rotation
-        half = 0.5 * v[..., :1]
-        return rotation_matrices(np.concatenate([np.cos(half), np.sin(half) * unit], -1), "QUATERNION")
+        half = 0.5 * v[0]
+        return _rotation_rows(np.concatenate([np.cos(half)[None], np.sin(half) * unit]), "QUATERNION")
     if len(mode) != 3 or sorted(mode) != ["X", "Y", "Z"]:
         raise ValueError(f"unknown rotation mode {mode!r}")
-    if v.shape[-1:] != (3,):
-        raise ValueError(f"Euler rotations have 3 values, got shape {v.shape}")
+    if v.shape[:1] != (3,):
+        raise ValueError(f"Euler rotations have 3 values, got shape {np.moveaxis(v, 0, -1).shape}")
     # the turns composed as quaternions, element by element (a 3x3 product per frame and bone
     # costs more): each turn in the mode's order multiplies from the left
     half = 0.5 * v
+    cos, sin = np.cos(half), np.sin(half)
     k = "XYZ".index(mode[0])
-    w, xyz = np.cos(half[..., k]), [np.zeros(v.shape[:-1]) for _ in range(3)]
-    xyz[k] = np.sin(half[..., k])
+    w, xyz = cos[k], [np.zeros(v.shape[1:]) for _ in range(3)]
+    xyz[k] = sin[k]
     x, y, z = xyz
     for letter in mode[1:]:
         k = "XYZ".index(letter)
-        c, s = np.cos(half[..., k]), np.sin(half[..., k])
+        c, s = cos[k], sin[k]
         # (c, s e_k) * (w, x, y, z)
         if k == 0:
             w, x, y, z = c * w - s * x, c * x + s * w, c * y - s * z, c * z + s * y
@@ -149,22 +158,53 @@ def rotation_matrices(values: ArrayLike, mode: str) -> np.ndarray:
             w, x, y, z = c * w - s * y, c * x + s * z, c * y + s * w, c * z - s * x
         else:
             w, x, y, z = c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w
-    return _unit_quaternion_matrices(w, x, y, z)
+    return _unit_quaternion_rows(w, x, y, z)
 
 
-def _unit_quaternion_matrices(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of unit quaternions given by their components."""
-    out = np.empty(w.shape + (3, 3))
+def _unit_quaternion_rows(w: np.ndarray, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """Rotation matrices (3, 3, ...) of unit quaternions given by their components."""
+    out = np.empty((3, 3) + np.shape(w))
     xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
-    out[..., 0, 0] = 1 - 2 * (yy + zz)
-    out[..., 0, 1] = 2 * (xy - wz)
-    out[..., 0, 2] = 2 * (xz + wy)
-    out[..., 1, 0] = 2 * (xy + wz)
-    out[..., 1, 1] = 1 - 2 * (xx + zz)
-    out[..., 1, 2] = 2 * (yz - wx)
-    out[..., 2, 0] = 2 * (xz - wy)
-    out[..., 2, 1] = 2 * (yz + wx)
-    out[..., 2, 2] = 1 - 2 * (xx + yy)
+    out[0, 0] = 1 - 2 * (yy + zz)
+    out[0, 1] = 2 * (xy - wz)
+    out[0, 2] = 2 * (xz + wy)
+    out[1, 0] = 2 * (xy + wz)
+    out[1, 1] = 1 - 2 * (xx + zz)
+    out[1, 2] = 2 * (yz - wx)
+    out[2, 0] = 2 * (xz - wy)
+    out[2, 1] = 2 * (yz + wx)
+    out[2, 2] = 1 - 2 * (xx + yy)
+    return out
+
+
+# Below this many matrices, a product of affine matrices stacked numpy's way (one call, a C loop
+# over tiny 3 x 4 products) is faster than entry by entry (72 whole-array calls): the pose check
+# of keys shared by every curve evaluates segments of a few frames, the measures whole clips.
+ENTRYWISE_FROM = 2048
+
+
+def _compose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for affine matrices stored by entry, the top three rows (3, 4, ...) (the last row
+    0 0 0 1 implied), broadcast over the trailing axes.
+
+    Entry by entry over whole arrays of bones and frames: numpy's stacked 4 x 4 products loop in C
+    over 150,000 tiny matrices (1,500 frames x 101 bones) at about 3x the cost.
+    """
+    shape = np.broadcast_shapes(a.shape[2:], b.shape[2:])
+    if math.prod(shape) < ENTRYWISE_FROM:
+        stacked_a, stacked_b = np.moveaxis(a, (0, 1), (-2, -1)), np.moveaxis(b, (0, 1), (-2, -1))
+        stacked = stacked_a[..., :3] @ stacked_b
+        stacked[..., 3] += stacked_a[..., 3]
+        return np.moveaxis(stacked, (-2, -1), (0, 1))
+    out = np.empty((3, 4) + shape)
+    for i in range(3):
+        for j in range(4):
+            entry = out[i, j]
+            np.multiply(a[i, 0], b[0, j], out=entry)
+            entry += a[i, 1] * b[1, j]
+            entry += a[i, 2] * b[2, j]
+            if j == 3:
+                entry += a[i, 3]
     return out
 
 
@@ -254,25 +294,80 @@ def pose_matrices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     if loc.ndim != 3 or loc.shape[1:] != (n_bones, 3) or scale.shape != loc.shape:
         raise ValueError(f"locations and scales must have shape (F, {n_bones}, 3), got {loc.shape} and {scale.shape}")
     rot = np.asarray(rotations, dtype=float)
-    if rot.shape[-1:] == (4,):
-        rot = rotation_matrices(rot, "QUATERNION")
-    if rot.shape != loc.shape[:2] + (3, 3):
+    if rot.shape == loc.shape[:2] + (4,):
+        rot_rows = _rotation_rows(rot.transpose(2, 1, 0), "QUATERNION")
+    elif rot.shape == loc.shape[:2] + (3, 3):
+        rot_rows = rot.transpose(2, 3, 1, 0)
+    else:
         raise ValueError(f"rotations must have shape (F, {n_bones}, 4) or (F, {n_bones}, 3, 3), got {np.shape(rotations)}")
-    basis = np.zeros(loc.shape[:2] + (4, 4))
-    basis[..., :3, :3] = rot * scale[..., None, :]  # R @ diag(scale)
-    basis[..., :3, 3] = loc
-    basis[..., 3, 3] = 1.0
-    # each bone's rest matrix in its parent's space (a root's: in the armature's)
     if relative is None:
         relative = rest_relative(parents, rest)
-    # every bone's matrix in its parent's pose space in one product (many small stacked products,
-    # level by level, cost more than the one big one), then down the hierarchy a level at a time
-    out = relative @ basis
-    for level in _levels(parents) if levels is None else levels:
+    rows = _pose_rows(parents, relative, loc.transpose(2, 1, 0), rot_rows, scale.transpose(2, 1, 0),
+                      _levels(parents) if levels is None else levels)
+    out = np.zeros(loc.shape[:2] + (4, 4))
+    out[..., :3, :] = rows.transpose(3, 2, 0, 1)
+    out[..., 3, 3] = 1.0
+    return out
+
+
+def _pose_rows(parents: np.ndarray, relative: np.ndarray, loc: np.ndarray, rot: np.ndarray, scale: np.ndarray,
+               levels: list[np.ndarray]) -> np.ndarray:
+    """:func:`pose_matrices` in the pose model's layout: bones, then frames, last; locations and
+    scales (3, B, F), rotations (3, 3, B, F); returns the matrices' top rows (3, 4, B, F)."""
+    basis = np.empty((3, 4) + loc.shape[1:])
+    basis[:, :3] = rot * scale[None]  # R @ diag(scale)
+    basis[:, 3] = loc
+    # every bone's matrix in its parent's pose space at once, then down the hierarchy a level at a
+    # time (a level's bones gathered: whole rows of frames, bones before frames)
+    out = _compose(np.moveaxis(relative[:, :3, :], 0, -1)[..., None], basis)
+    for level in levels:
         above = parents[level]
         if above[0] >= 0:  # a level below the roots: bones of one depth have parents of one depth
-            out[:, level] = out[:, above] @ out[:, level]
+            out[:, :, level] = _compose(out[:, :, above], out[:, :, level])
     return out
+
+
+def _world_points(rows: np.ndarray, object_matrix: ArrayLike, points: ArrayLike) -> np.ndarray:
+    """``object_matrix @ pose_matrix @ point`` from :func:`_pose_rows`' layout: (3, P, B, F)."""
+    world = _compose(np.asarray(object_matrix, dtype=float)[:3, :, None, None], rows)
+    points = np.asarray(points, dtype=float)
+    if math.prod(world.shape[2:]) < ENTRYWISE_FROM:  # (B, F, 3, 4) @ (B, 1, 4, P)
+        stacked = np.moveaxis(world, (0, 1), (-2, -1)) @ np.swapaxes(points, -1, -2)[:, None]
+        return np.moveaxis(stacked, (0, 1, 2, 3), (2, 3, 0, 1))
+    used, ones = points.any(axis=0), (points == 1.0).all(axis=0)  # (P, 4): a shell point has one axis and w = 1
+    out = np.zeros((3, points.shape[1]) + world.shape[2:])
+    for p, k in zip(*np.nonzero(used), strict=True):
+        for i in range(3):
+            out[i, p] += world[i, k] if ones[p, k] else world[i, k] * points[:, p, k, None]
+    return out
+
+
+def largest_distances(points: ArrayLike, reference: ArrayLike) -> np.ndarray:
+    """Each bone's largest distance between two sets of its points over every point and frame.
+
+    Parameters
+    ----------
+    points, reference : array_like, shape (3, P, B, F)
+        World-space points in :meth:`PoseModel.vertex_rows`' layout.
+
+    Returns
+    -------
+    ndarray, shape (B,)
+        In the points' units; zeros without frames.
+
+    Examples
+    --------
+    >>> a = np.zeros((3, 7, 2, 4)); b = a.copy(); b[2, 6, 1, 3] = 0.5
+    >>> largest_distances(a, b)
+    array([0. , 0.5])
+    """
+    moved = np.asarray(points, dtype=float) - np.asarray(reference, dtype=float)
+    if moved.shape[-1] == 0:
+        return np.zeros(moved.shape[2])
+    squared = moved[0] * moved[0]
+    squared += moved[1] * moved[1]
+    squared += moved[2] * moved[2]
+    return np.sqrt(squared.max(axis=(0, 2)))
 
 
 def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, locations: ArrayLike, rotations: ArrayLike,
@@ -300,11 +395,8 @@ def pose_vertices(parents: Sequence[int] | np.ndarray, rest: ArrayLike, location
     array([0., 1., 0.])
     """
     pose = pose_matrices(parents, rest, locations, rotations, scales, relative, levels)
-    points = np.asarray(points, dtype=float)
-    armature = np.swapaxes(pose[..., :3, :] @ np.swapaxes(points, -1, -2), -1, -2)
-    # the object's matrix last, on the points (one product) rather than on every bone's matrix
-    obj = np.asarray(object_matrix, dtype=float)
-    return armature @ obj[:3, :3].T + points[..., 3:] * obj[:3, 3]
+    rows = pose[..., :3, :].transpose(2, 3, 1, 0)
+    return np.ascontiguousarray(_world_points(rows, object_matrix, points).transpose(3, 2, 1, 0))
 
 
 TRANSFORMS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
@@ -387,16 +479,28 @@ class PoseModel:
             out.append((mode, source, bones))
         return out
 
+    @cached_property
+    def _read(self) -> tuple[str, ...]:
+        """The transforms the evaluation reads: location, scale and the rotation modes' own."""
+        return tuple(dict.fromkeys(("location", "scale", *(source for _, source, _ in self._mode_bones))))
+
+    def vertex_rows(self, values: ArrayLike) -> np.ndarray:
+        """World-space points (3, P, B, F), coordinates first and frames last, with the curves at
+        ``values`` (F, M), M = len(columns): :meth:`vertices` in the layout the model computes in
+        (compare two with :func:`largest_distances`)."""
+        columns = np.asarray(values, dtype=float).T
+        n_frames = columns.shape[1]
+        props = {p: np.repeat(self.held[p].T[:, :, None], n_frames, axis=2) for p in self._read}
+        for prop, cols, bones, comps in self._drives:
+            props[prop][comps, bones] = columns[cols]
+        props["location"][:, self.connected] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
+        rotations = np.empty((3, 3, len(self.modes), n_frames))
+        for mode, source, bones in self._mode_bones:
+            rotations[:, :, bones] = _rotation_rows(props[source][:, bones], mode)
+        rows = _pose_rows(np.asarray(self.parents, dtype=np.int64), self.relative, props["location"], rotations,
+                          props["scale"], self.levels)
+        return _world_points(rows, self.object_matrix, self.points)
+
     def vertices(self, values: ArrayLike) -> np.ndarray:
         """World-space points (F, B, P, 3) with the curves at ``values`` (F, M), M = len(columns)."""
-        values = np.asarray(values, dtype=float)
-        n_frames = values.shape[0]
-        props = {p: np.repeat(self.held[p][None], n_frames, axis=0) for p in TRANSFORMS}
-        for prop, cols, bones, comps in self._drives:
-            props[prop][:, bones, comps] = values[:, cols]
-        props["location"][:, self.connected] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
-        rotations = np.empty((n_frames, len(self.modes), 3, 3))
-        for mode, source, bones in self._mode_bones:
-            rotations[:, bones] = rotation_matrices(props[source][:, bones], mode)
-        return pose_vertices(self.parents, self.rest, props["location"], rotations, props["scale"],
-                             self.object_matrix, self.points, self.relative, self.levels)
+        return np.ascontiguousarray(self.vertex_rows(values).transpose(3, 2, 1, 0))

@@ -44,7 +44,7 @@ import numpy as np
 from ...anim_signals import iter_fit_channels
 from ...anim_signals.channels import LOCATION
 from ...anim_signals.splines.object_space import channel_roughness, joint_tolerances, tighten_chains
-from ...anim_signals.splines.pose_kinematics import TRANSFORMS, PoseModel, shell_points
+from ...anim_signals.splines.pose_kinematics import TRANSFORMS, PoseModel, largest_distances, shell_points
 from ..blender_data.actions import action_fcurves, fcurves_of_action
 from ..blender_data.armatures import (
     VIRTUAL_VERTICES,
@@ -117,7 +117,8 @@ class JointCheck:
     cm_per_world: float  # cm per scene unit
     shell_local: float  # shell distance in armature units
     bound_tolerance: np.ndarray | None = None  # (M,) the first-order bound's own tolerances
-    original: np.ndarray | None = None  # (F, B, 7, 3) world-space virtual vertices
+    # world-space virtual vertices, (3, 7, B, F): coordinates first, frames last (the pose model's layout)
+    original: np.ndarray | None = None
     original_rows: np.ndarray | None = None  # the frames (rows) ``original`` holds; None: every frame
     loosened: float = 1.0  # the factor of the loosening refit (1: none)
     error_cm: float = -1.0  # measured max over every frame and vertex
@@ -125,7 +126,7 @@ class JointCheck:
     refitted: int = 0  # curves refitted
     missed: list[str] = field(default_factory=list)  # bones still beyond X after the last round
     model: PoseModel | None = None  # the pose model of the rig and the job's curves; None: depsgraph only
-    original_model: np.ndarray | None = None  # (F, B, 7, 3) the pose model's vertices of the original
+    original_model: np.ndarray | None = None  # (3, 7, B, F) the pose model's vertices of the original
     model_measures: int = 0  # measures the pose model made (the depsgraph made the others)
 
     @property
@@ -232,10 +233,15 @@ def _fitted_copy(check: JointCheck) -> bpy.types.Action:
     return tmp
 
 
+def _as_rows(vertices: np.ndarray) -> np.ndarray:
+    """Virtual vertices (F, B, 7, 3) as the pose model lays them out, (3, 7, B, F)."""
+    return np.ascontiguousarray(vertices.transpose(3, 2, 1, 0))
+
+
 def _vertices(check: JointCheck, action, lo: float, hi: float,
               rows: np.ndarray | None = None) -> Generator[float, None, np.ndarray]:
     """World-space virtual vertices at every original frame (those of ``rows`` only, when given), a
-    chunk of frames per step."""
+    chunk of frames per step; (3, 7, B, F) (:func:`_as_rows`)."""
     frames = check.job.frames if rows is None else check.job.frames[rows]
     parts = []
     with evaluation_scene(check.scene, [check.ob]) as where:  # one for every chunk
@@ -244,12 +250,13 @@ def _vertices(check: JointCheck, action, lo: float, hi: float,
             parts.append(virtual_vertices(where, check.ob, chunk, check.shell_local, action,
                                           check.job.slot_identifier))
             yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
-    return np.concatenate(parts) if parts else np.empty((0, len(check.names), VIRTUAL_VERTICES, 3))
+    return _as_rows(np.concatenate(parts) if parts else np.empty((0, len(check.names), VIRTUAL_VERTICES, 3)))
 
 
 def _original_and_fitted(check: JointCheck, lo: float, hi: float) -> Generator[float, None, tuple[np.ndarray, np.ndarray]]:
     """The virtual vertices of the original clip and of the fitted keys at every original frame, in
-    one depsgraph pass: the armature plays its action, a temporary copy of it the fitted keys."""
+    one depsgraph pass: the armature plays its action, a temporary copy of it the fitted keys;
+    (3, 7, B, F) each (:func:`_as_rows`)."""
     frames = check.job.frames
     tmp = _fitted_copy(check)
     parts = []
@@ -263,9 +270,9 @@ def _original_and_fitted(check: JointCheck, lo: float, hi: float) -> Generator[f
     finally:
         bpy.data.actions.remove(tmp)
     if not parts:
-        empty = np.empty((0, len(check.names), VIRTUAL_VERTICES, 3))
+        empty = _as_rows(np.empty((0, len(check.names), VIRTUAL_VERTICES, 3)))
         return empty, empty
-    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+    return _as_rows(np.concatenate([p[0] for p in parts])), _as_rows(np.concatenate([p[1] for p in parts]))
 
 
 def _pose_model(check: JointCheck) -> None:
@@ -294,8 +301,8 @@ def _trust_pose_model(check: JointCheck) -> None:
     if check.model is None:
         return
     assert check.original is not None
-    check.original_model = check.model.vertices(check.job.values)
-    model = check.original_model if check.original_rows is None else check.original_model[check.original_rows]
+    check.original_model = check.model.vertex_rows(check.job.values)
+    model = check.original_model if check.original_rows is None else check.original_model[..., check.original_rows]
     gap = np.abs(model - check.original).max(initial=0.0) * check.cm_per_world
     if not gap <= MODEL_AGREEMENT * check.max_error_cm:
         check.model = None
@@ -313,8 +320,8 @@ def _pose_check(check: JointCheck):
     def passes(start: int, length: int, fitted: np.ndarray) -> bool:
         if length <= 1:
             return True
-        moved = model.vertices(fitted) - original[start + 1:start + length]
-        return bool(np.einsum("...i,...i->...", moved, moved).max() <= reach * reach)
+        return bool(largest_distances(model.vertex_rows(fitted), original[..., start + 1:start + length]).max()
+                    <= reach)
 
     return passes
 
@@ -335,27 +342,24 @@ def _measure(check: JointCheck, lo: float, hi: float, rows: np.ndarray | None = 
     given): the pose model's where it is trusted, else (or with ``blender``) the depsgraph's."""
     if check.model is not None and not blender:
         assert check.original_model is not None
-        fitted = check.model.vertices(_fitted_values(check, rows))
-        original = check.original_model if rows is None else check.original_model[rows]
+        fitted = check.model.vertex_rows(_fitted_values(check, rows))
+        original = check.original_model if rows is None else check.original_model[..., rows]
         check.model_measures += 1
         yield hi
-        err = np.linalg.norm(fitted - original, axis=-1) * check.cm_per_world
-        return err.max(axis=(0, 2)) if err.size else np.zeros(len(check.names))
+        return largest_distances(fitted, original) * check.cm_per_world
     if check.original_rows is not None:  # the original at every frame too, in the same pass
         assert rows is None
         check.original, fitted = yield from _original_and_fitted(check, lo, hi)
         check.original_rows = None
-        err = np.linalg.norm(fitted - check.original, axis=-1) * check.cm_per_world
-        return err.max(axis=(0, 2)) if err.size else np.zeros(len(check.names))
+        return largest_distances(fitted, check.original) * check.cm_per_world
     tmp = _fitted_copy(check)
     try:
         fitted = yield from _vertices(check, tmp, lo, hi, rows)
     finally:
         bpy.data.actions.remove(tmp)
     assert check.original is not None
-    original = check.original if rows is None else check.original[rows]
-    err = np.linalg.norm(fitted - original, axis=-1) * check.cm_per_world  # (F, B, 7)
-    return err.max(axis=(0, 2)) if err.size else np.zeros(len(check.names))
+    original = check.original if rows is None else check.original[..., rows]
+    return largest_distances(fitted, original) * check.cm_per_world
 
 
 def _refit(job: FitJob, changed: np.ndarray, fit_options: dict, lo: float, hi: float) -> Generator[float, None, int]:

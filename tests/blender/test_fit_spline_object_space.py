@@ -218,8 +218,8 @@ def test_pose_model_reproduces_the_depsgraph(scene):
     assert check.model is not None
     gap_cm = 100.0 * np.abs(check.original_model - check.original).max()
     assert gap_cm < 1e-3, gap_cm
-    mine = _vertices(ob, frames, 0.03)
-    assert 100.0 * np.abs(check.original_model - mine).max() < 1e-3
+    mine = _vertices(ob, frames, 0.03)  # (F, B, 7, 3); the check's: coordinates first, frames last
+    assert 100.0 * np.abs(check.original_model.transpose(3, 2, 1, 0) - mine).max() < 1e-3
 
 
 def test_a_rig_the_pose_model_does_not_reproduce_is_measured_by_the_depsgraph(scene, monkeypatch):
@@ -306,7 +306,7 @@ def test_a_plain_rig_reads_the_original_at_every_frame_only_in_the_final_check(s
     assert check.model is not None and check.original_rows is None
     assert set(bpy.data.objects) == objects_before
     assert not [a for a in bpy.data.actions if a.name.endswith(".verify")]
-    np.testing.assert_allclose(check.original, _vertices(ob, frames, 0.03), atol=1e-5)
+    np.testing.assert_allclose(check.original.transpose(3, 2, 1, 0), _vertices(ob, frames, 0.03), atol=1e-5)
     fitted = osp._fitted_copy(check)  # the fitted keys, as the final check played them
     try:
         err = _object_space_error_cm(ob, original, fitted, frames, 0.03)

@@ -153,3 +153,80 @@ def test_bad_shapes_and_cycles_are_refused():
         pose_matrices([-1, 0], rest[:1], one, q, one)
     with pytest.raises(ValueError, match="rotations"):
         pose_matrices([-1, 0], rest, one, q[..., :3], one)
+
+
+def _slow_model_vertices(model, values):
+    """PoseModel.vertices frame by frame, bone by bone: scipy's rotations and each bone's chain
+    multiplied out (no level batching, no stacked products)."""
+    n_frames, n_bones = values.shape[0], model.parents.size
+    out = np.empty((n_frames, n_bones, model.points.shape[1], 3))
+    for f in range(n_frames):
+        props = {p: model.held[p].copy() for p in model.held}
+        for c, (bone, prop, index) in enumerate(model.columns):
+            if bone >= 0:
+                props[prop][bone, index] = values[f, c]
+        local = []
+        for b in range(n_bones):
+            mode = model.modes[b]
+            if mode == "QUATERNION":
+                q = props["rotation_quaternion"][b]
+                rot = Rotation.from_quat(q[[1, 2, 3, 0]]).as_matrix()
+            else:
+                angles = props["rotation_euler"][b][["XYZ".index(a) for a in mode]]
+                rot = Rotation.from_euler(mode.lower(), angles).as_matrix()
+            basis = np.eye(4)
+            basis[:3, :3] = rot @ np.diag(props["scale"][b])
+            basis[:3, 3] = 0.0 if model.connected[b] else props["location"][b]
+            p = model.parents[b]
+            rel = model.rest[b] if p < 0 else np.linalg.inv(model.rest[p]) @ model.rest[b]
+            local.append(rel @ basis)
+        for b in range(n_bones):
+            total, p = np.eye(4), b
+            while p >= 0:
+                total = local[p] @ total
+                p = model.parents[p]
+            out[f, b] = (model.object_matrix @ total @ model.points[b].T).T[:, :3]
+    return out
+
+
+@pytest.mark.parametrize("n_frames", [3, 400])  # stacked products below ENTRYWISE_FROM matrices, entry by entry above
+def test_pose_model_against_a_slow_reference(n_frames):
+    from anim_signals.splines.pose_kinematics import ENTRYWISE_FROM, PoseModel, largest_distances
+
+    rng = np.random.default_rng(21)
+    parents = np.array([-1, 0, 1, 1, 0, 4, 5, -1, 7])
+    n_bones = parents.size
+    assert (n_bones * n_frames >= ENTRYWISE_FROM) == (n_frames == 400)
+    rest = np.repeat(np.eye(4)[None], n_bones, axis=0)
+    rest[:, :3, :3] = Rotation.random(n_bones, random_state=22).as_matrix()
+    rest[:, :3, 3] = rng.normal(size=(n_bones, 3))
+    modes = ("QUATERNION", "XYZ", "ZYX", "YZX", "QUATERNION", "XZY", "ZXY", "YXZ", "XYZ")
+    held = {"location": rng.normal(size=(n_bones, 3)), "rotation_quaternion": rng.normal(size=(n_bones, 4)),
+            "rotation_euler": rng.uniform(-3, 3, (n_bones, 3)), "rotation_axis_angle": np.tile([0.0, 0, 1, 0], (n_bones, 1)),
+            "scale": rng.uniform(0.5, 2.0, (n_bones, 3))}
+    connected = np.zeros(n_bones, bool)
+    connected[[2, 5]] = True  # Blender ignores their location
+    columns = [(0, "location", 0), (0, "location", 2), (0, "rotation_quaternion", 0), (0, "rotation_quaternion", 3),
+               (1, "rotation_euler", 1), (2, "rotation_euler", 0), (2, "location", 1), (3, "scale", 1),
+               (5, "rotation_euler", 2), (7, "location", 0), (8, "rotation_euler", 2), (-1, "", 0)]
+    world = np.eye(4)
+    world[:3, :3] = 1.7 * Rotation.random(random_state=23).as_matrix()
+    world[:3, 3] = [3.0, -1.0, 40.0]
+    model = PoseModel(parents, rest, shell_points(rng.uniform(0.2, 1.0, n_bones), 0.05), modes, connected, held,
+                      tuple(columns), world)
+    values = rng.normal(size=(n_frames, len(columns)))
+    reference = _slow_model_vertices(model, values)
+    np.testing.assert_allclose(model.vertices(values), reference, rtol=0, atol=1e-10)
+    rows = model.vertex_rows(values)
+    np.testing.assert_allclose(rows.transpose(3, 2, 1, 0), reference, rtol=0, atol=1e-10)
+    # each bone's largest distance over every point and frame
+    moved = model.vertex_rows(values + 0.01 * rng.normal(size=values.shape))
+    expected = np.linalg.norm(moved.transpose(3, 2, 1, 0) - reference, axis=-1).max(axis=(0, 2))
+    np.testing.assert_allclose(largest_distances(moved, rows), expected, rtol=1e-12, atol=1e-13)
+    assert np.all(expected > 0.0)
+    # a curve moves its bone and the bones below it only; a curve that drives no bone moves none
+    nudged = values.copy()
+    nudged[:, 4] += 0.1  # bone 1's Euler Y: bones 1, 2 and 3
+    nudged[:, 11] += 5.0
+    moved_bones = np.flatnonzero(largest_distances(model.vertex_rows(nudged), rows) > 0.0)
+    np.testing.assert_array_equal(moved_bones, [1, 2, 3])
