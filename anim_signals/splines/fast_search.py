@@ -112,6 +112,10 @@ def greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
     slope = np.full(lanes, np.nan)  # only the aligned lanes (the first ``width``) ever hold one
     best = np.zeros((4, lanes))  # alpha, beta, c1, c2 of each lane's fit at its unit's length lo
     searching = np.ones(units, bool)
+    # units of one channel take the refined lengths that held one sample shorter as the answer, as
+    # the compiled search does (segment_kernel._search_unit); a unit check judges the fits themselves:
+    # the best each can be
+    alone = np.tile(np.array([m.size == 1 for m in members]), variants) & (unit_check is None)
     chosen = [Chosen([0], [], [], [], [], [False]) for _ in range(width)]
     while searching.any():
         rows = np.flatnonzero(searching[unit_of])  # lanes
@@ -123,7 +127,7 @@ def greedy(frames, values, limit, moving, editable: bool, group_of: np.ndarray,
             warm = (np.where(grown, best[0, rows], np.nan), np.where(grown, best[1, rows], np.nan))
         found = fit_segments_of(frames, columns, chan[rows], key[unit_of[rows]], lengths, limit[chan[rows]],
                                 slope=slope[rows], refine=refining[unit_of[rows]] if refine else None,
-                                start_lengths=warm)
+                                start_lengths=warm, warm_decides=None if warm is None else alone[unit_of[rows]])
         ok = found.ok
         fits = np.stack([found.alpha, found.beta, found.c1, found.c2])
         tested = np.flatnonzero(searching)

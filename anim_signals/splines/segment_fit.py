@@ -458,14 +458,15 @@ def compiled_kernel() -> bool:
 
 
 def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, refine=None,
-                    start_lengths=None) -> SegmentFit:
+                    start_lengths=None, warm_decides=None) -> SegmentFit:
     """The cascade for segments given by channel (row of ``columns``), first sample and length.
 
     ``refine`` (bool, or bool per segment): refine the handle lengths of segments the cascade
     misses by at most :data:`REFINE_GATE` times their limit (compiled kernel only); with
     ``start_lengths`` (alpha, beta), each (n,), NaN where none, a refined segment tries and refines
     those handle lengths first (the ones that held one sample shorter) and runs the cascade only
-    where they fail.
+    where they fail (with ``warm_decides`` (n,) true, only where they miss by more than the gate:
+    :func:`.segment_kernel._search_unit`'s units of one channel).
 
     Compiled when numba is there (:mod:`.segment_kernel`: no padding, segments in parallel
     threads), else :func:`build_segments` and :func:`fit_segments` with padding to powers of two.
@@ -480,7 +481,7 @@ def fit_segments_of(frames, columns, chan, start, length, limit, slope=None, ref
             sa, sb = (None, None) if start_lengths is None else start_lengths
             ok, pair, alpha, beta, c1, c2, error = kernel(
                 frames, columns, chan, start, length, limit, slope, HANDLE_PAIRS, _inverse_tables(), BETWEEN_FRAMES,
-                LAWSON_ITERATIONS, _RIDGE, gate, sa, sb)
+                LAWSON_ITERATIONS, _RIDGE, gate, sa, sb, *(() if warm_decides is None else (warm_decides,)))
             return SegmentFit(ok, pair, c1, c2, error, alpha, beta)
         except Exception as exc:  # noqa: BLE001 - a compiler that fails here: the numpy cascade gives the same
             KERNEL_FAILURE.append(f"{type(exc).__name__}: {exc}")

@@ -90,7 +90,7 @@ def python_executable() -> str | None:
 # an answer seven arrays (the pipe's round trip is then most of the cost, ~0.1 ms).
 _BATCH = struct.Struct("<QQ?qd")  # message size, n, between, Lawson iterations, ridge
 # chan, start, length, limit, slope, gate, start alpha, start beta
-_BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)
+_BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64, np.bool_)
 _BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)  # ok, pair, alpha, beta, c1, c2, error
 _PICKLED, _BATCH_TAG = b"P", b"B"
 # The spline kernels' functions the child answers.
@@ -211,15 +211,17 @@ class WorkerKernel:
         return process
 
     def __call__(self, frames, columns, chan, start, length, limit, slope, ab, table, between, lawson_iterations,
-                 ridge, refine_gate=None, start_alpha=None, start_beta=None):
+                 ridge, refine_gate=None, start_alpha=None, start_beta=None, warm_decides=None):
         with self._lock:
             process = self._running()
             stdin, stdout = self._send_clip(process, frames, columns, ab, table)
             try:
                 n = len(chan)
-                gate, sa, sb = (np.full(n, fill) if given is None else np.broadcast_to(given, (n,))
-                                for given, fill in ((refine_gate, 0.0), (start_alpha, np.nan), (start_beta, np.nan)))
-                _send_batch(stdin, (chan, start, length, limit, slope, gate, sa, sb), between, lawson_iterations, ridge)
+                gate, sa, sb, warm = (np.full(n, fill) if given is None else np.broadcast_to(given, (n,))
+                                      for given, fill in ((refine_gate, 0.0), (start_alpha, np.nan),
+                                                          (start_beta, np.nan), (warm_decides, False)))
+                _send_batch(stdin, (chan, start, length, limit, slope, gate, sa, sb, warm), between, lawson_iterations,
+                            ridge)
                 answer = _receive_answer(stdout, len(chan))
             except (OSError, EOFError) as exc:
                 self._stopped(process, exc)
@@ -455,9 +457,9 @@ def serve() -> None:  # pragma: no cover - runs in the child process (tested thr
             elif op == "batch":
                 assert kernel is not None and clip is not None
                 frames, columns, ab, table = clip
-                chan, start, length, limit, slope, gate, sa, sb, between, lawson_iterations, ridge = payload
+                chan, start, length, limit, slope, gate, sa, sb, warm, between, lawson_iterations, ridge = payload
                 _send_answer(stdout, kernel(frames, columns, chan, start, length, limit, slope, ab, table, between,
-                                            lawson_iterations, ridge, gate, sa, sb))
+                                            lawson_iterations, ridge, gate, sa, sb, warm))
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back to numpy
             if op == "clip":
                 clip = None  # the next batch reports it

@@ -321,6 +321,44 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+def _grown_segments(seed=11, count=400):
+    """Segments one sample longer than ones that pass, with the handle lengths that passed: a
+    search growing its segments (``start_lengths``)."""
+    frames, values = clip(seed)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, limit, _ = random_segments(seed, frames, values, count=count)
+    keep = (length >= 3) & (start + length < frames.size - 1)
+    chan, start, length, limit = chan[keep], start[keep], length[keep], limit[keep]
+    shorter = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, refine=True)
+    passed = shorter.ok
+    chan, start, length, limit = chan[passed], start[passed], length[passed] + 1, limit[passed]
+    return frames, columns, chan, start, length, limit, (shorter.alpha[passed], shorter.beta[passed])
+
+
+def test_refined_warm_lengths_that_still_fail_decide_where_asked():
+    # warm_decides (a unit of one curve growing its segment): where the lengths that held one
+    # sample shorter, refined, still fail, the segment fails; elsewhere the cascade and a second
+    # refinement from the table's best pair may still find lengths that pass
+    frames, columns, chan, start, length, limit, warm = _grown_segments()
+    cascade = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, refine=True, start_lengths=warm)
+    decided = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, refine=True,
+                                          start_lengths=warm, warm_decides=np.ones(chan.size, bool))
+    assert decided.ok.sum() > 20
+    # a pass is the warm lengths' own, the same either way
+    for name in ("alpha", "beta", "c1", "c2", "error"):
+        np.testing.assert_array_equal(getattr(decided, name)[decided.ok], getattr(cascade, name)[decided.ok])
+    assert np.all(cascade.ok[decided.ok])
+    # some the cascade rescued fail here, each refined (within the gate) before it failed
+    rescued = cascade.ok & ~decided.ok
+    assert rescued.any()
+    assert np.all(decided.error[rescued] <= segment_fit.REFINE_GATE * limit[rescued])
+    # and where warm_decides is false the cascade runs as without it
+    mixed = np.arange(chan.size) % 2 == 0
+    both = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, refine=True, start_lengths=warm,
+                                       warm_decides=mixed)
+    np.testing.assert_array_equal(both.ok, np.where(mixed, decided.ok, cascade.ok))
+
+
 # --------------------------------------------------------------------------------------------------
 # the worker process (where another LLVM is loaded: Blender's UI on Linux with Mesa's OpenGL)
 
@@ -352,6 +390,19 @@ def test_worker_process_gives_the_kernel_result(monkeypatch):
         remote = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit, slope=slope, refine=refine)
         for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
             np.testing.assert_array_equal(getattr(local, name), getattr(remote, name))
+        # grown segments with their warm lengths, some decided by them: the same in the child
+        g_frames, g_columns, g_chan, g_start, g_length, g_limit, warm = _grown_segments(count=200)
+        decides = np.arange(g_chan.size) % 2 == 0
+        grown = [segment_fit.fit_segments_of(g_frames, g_columns, g_chan, g_start, g_length, g_limit, refine=True,
+                                             start_lengths=warm, warm_decides=decides)]
+        monkeypatch.undo()
+        for asked in (decides, None):
+            grown.append(segment_fit.fit_segments_of(g_frames, g_columns, g_chan, g_start, g_length, g_limit,
+                                                     refine=True, start_lengths=warm, warm_decides=asked))
+        monkeypatch.setattr(segment_fit, "_kernel", lambda: worker)
+        for name in ("ok", "pair", "alpha", "beta", "c1", "c2", "error"):
+            np.testing.assert_array_equal(getattr(grown[0], name), getattr(grown[1], name))
+        assert np.any(grown[1].ok != grown[2].ok)  # (where it decided, it made a difference)
         # a whole search through the worker (each channel's or unit's search runs whole in the
         # child, FREE and EDITABLE): the same curves
         searches = []
