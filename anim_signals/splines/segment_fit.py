@@ -72,7 +72,9 @@ LAWSON_ITERATIONS = 12
 # (7 % more time than 1.5), 3.0 -> 4.1 / 3.6 %. The numpy cascade does not refine (a fallback: a
 # few % more keys).
 REFINE_GATE = 2.0
-# Between frames: the midpoint between two samples must stay within the tolerance of their range.
+# Between frames: the midpoint between two samples must stay within the tolerance of their range
+# (the whole compiled search tests a key's lengths at the samples first and the midpoints once the
+# key settles: segment_kernel._search_unit).
 BETWEEN_FRAMES = True
 # The compiled whole search (Fewest Keys, FREE handles, keys shared or not) lets a key's value sit off
 # its sample within the limit, a third unknown of each segment's minimax fit (the end sample one

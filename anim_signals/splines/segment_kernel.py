@@ -326,6 +326,26 @@ def _solve_t(uj, q1, q2, lo):  # pragma: no cover - compiled
     return t
 
 
+def _holds_between(frames, y, a, length, lim, alpha, beta, c1, c2, v, y0, free, u, tgt, inv, b1, b2, b3,
+                   r0):  # pragma: no cover - compiled
+    """Whether a segment fitted to its samples (handle lengths ``alpha``, ``beta``, inner values
+    ``c1``, ``c2``, end value ``v`` with ``free``) keeps the midpoints between them within their
+    allowance, as a test with ``between`` asks (x(t) solved exactly at each midpoint)."""
+    _points(frames, y, a, length, lim, True, free, u, tgt, inv)
+    y1 = y[a + length]
+    ns = length - 1
+    t = 0.0
+    for j in range(ns, ns + length):
+        t = _solve_t(u[j], alpha, 1.0 - beta, t)
+        _bernstein(j, t, tgt, y0, y1, b1, b2, b3, r0, free)
+        r = r0[j] - b1[j] * c1 - b2[j] * c2
+        if free:
+            r -= b3[j] * v
+        if abs(r * inv[j]) > lim:
+            return False
+    return True
+
+
 def _lawson(npts, b1, b2, b3, r0, inv, weights, res, alpha, beta, y0, y1, cf, fixed, ridge, lim, lawson_iterations,
             err, c1, c2, v, bound, free):  # pragma: no cover - compiled
     """Lawson's reweighting, w <- w |r|, towards the minimax inner values (and end value, with
@@ -479,7 +499,8 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
                  first_length, free_values, key0, last_fit, stop_at, keys, fits):  # pragma: no cover - compiled
     """:func:`.fast_search.greedy`'s search for one unit alone (FREE handles): channels
     ``chans`` (rows of ``columns``) that share their key frames, each within its ``lims``, step for
-    step: the same lengths tried in the same order, so the same keys (but see below). A length passes when it
+    step: the same lengths tried in the same order, so the same keys (but see below for units of
+    one channel and for midpoints). A length passes when it
     passes for every channel (the test stops at the first that fails). Writes the keys (sample
     indices) to ``keys`` and each channel's segment fits (alpha, beta, c1, c2, end value) to
     ``fits[i, :, s]``; returns the number of keys.
@@ -497,6 +518,14 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
     0.7 % more keys (0-1.1 % per clip) in a quarter less time (8.5 -> 6.3 s in all; the 1,500 x 306
     clip 1.9 -> 1.1 s). Units of several channels keep it: any channel's failure fails the unit
     (with every curve sharing its key frames, 0.7 % more keyed frames for little time).
+
+    With ``between``, a key's lengths are tested at the samples alone, and the midpoints between
+    them checked once its segment settles (:func:`_holds_between`, each channel's fit as found);
+    where one is beyond its allowance, that key's search runs again with every test holding the
+    midpoints too (the Python search's way, every length at both). The midpoint points double a
+    test's Lawson work, and a segment fitted to its samples alone holds its midpoints nearly always
+    (94 % of the segments on the 16 mocap clips of the speed benchmark; 91-92 % on the long ones):
+    the same guarantee at 0.7 of the time (6.1 -> 4.4 s on those clips, 0.1 % fewer keys).
 
     The search starts at key ``key0``, each channel's segment before it ``last_fit`` (k, 5) (its
     end value the key's value; at the first sample: zeros and the sample's value), and returns once
@@ -527,13 +556,15 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
     refining = False
     probes_left = probes
     trial = min(first_length, n - 1 - key0)
+    midpoints = False  # whether this key's tests hold the midpoints too (see the docstring)
     while True:
         gate = refine_gate if refining else 0.0
         ok = True
         for i in range(k):
             warm_a = best[i, 0] if refining else np.nan
             o, _, va, vb, v1, v2, vv, _ = _one_segment(frames, columns[chans[i]], key, trial, lims[i], np.nan, ab,
-                                                       table, between, lawson_iterations, ridge, gate, warm_a,
+                                                       table, between and midpoints, lawson_iterations, ridge, gate,
+                                                       warm_a,
                                                        best[i, 1], y0[i], free_values, u, tgt, inv, b1, b2, b3, r0,
                                                        weights, res, k == 1)
             if not o:
@@ -568,6 +599,23 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
         if refined_done:
             refining = False
         if (settled and not ask and not start_refining) or refined_done:
+            if between and not midpoints and lo > 1:
+                holds = True
+                for i in range(k):
+                    if not _holds_between(frames, columns[chans[i]], key, lo, lims[i], best[i, 0], best[i, 1],
+                                          best[i, 2], best[i, 3], best[i, 4], y0[i], free_values, u, tgt, inv, b1, b2,
+                                          b3, r0):
+                        holds = False
+                        break
+                if not holds:  # this key's search again, every test holding the midpoints too
+                    midpoints = True
+                    lo = 1
+                    hi = 0
+                    probes_left = probes
+                    probing = False
+                    refining = False
+                    trial = min(first_length, n - 1 - key)
+                    continue
             end = key + lo
             for i in range(k):
                 y = columns[chans[i]]
@@ -606,6 +654,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             hi = 0
             probes_left = probes
             refining = False
+            midpoints = False
         if not probing:
             room = n - 1 - key
             if refining:
@@ -638,7 +687,7 @@ def _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out):  # pragma: no cove
 
 compile_lazily(globals(), ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
                            "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
-                           "_refine", "_scratch", "_bezier_values"))
+                           "_refine", "_scratch", "_bezier_values", "_holds_between"))
 
 # Fewer segments than this run in the calling thread.
 _SPLIT_MIN = 16

@@ -88,6 +88,9 @@ def test_fewest_keys_are_the_same_compiled_or_not(handles, groups, monkeypatch):
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01])
     monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)  # the numpy cascade does not refine
     monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)  # nor free the keys' values
+    # (nor test the samples first and the midpoints once a key settles: the segment tests, midpoints
+    # included, are compared one by one above)
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
     compiled = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
     numpy_only(monkeypatch)
     reference = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
@@ -124,11 +127,14 @@ def python_search(monkeypatch):
 def test_compiled_search_takes_the_keys_of_the_python_search(gate, groups, monkeypatch):
     # Each unit's whole search in compiled code (a channel, or channels sharing their key frames)
     # against the Python search stepping every unit together: the same lengths tried in the same
-    # order, so bitwise the same curves.
+    # order, so bitwise the same curves. (The whole search tests a key's lengths at the samples
+    # first and the midpoints once it settles, the Python search every length at both: the same
+    # tests only without midpoints; the midpoints are held below.)
     frames, values = clip(6, n=260, m=8)
     values[:, 7] = 0.3  # a constant channel among them
     tol = np.array([0.01, 0.02, 0.005, 0.01, 0.03, 0.01, 0.002, 0.01])
     monkeypatch.setattr(segment_fit, "REFINE_GATE", gate)
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
     monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)  # (the Python search keeps the samples' values)
     calls = []
     original = segment_fit.search_channels_of
@@ -147,6 +153,40 @@ def test_compiled_search_takes_the_keys_of_the_python_search(gate, groups, monke
         for unit in ([0, 1, 2], [3, 4], [5, 6]):
             for c in unit[1:]:
                 np.testing.assert_array_equal(whole.key_indices[c], whole.key_indices[unit[0]])
+
+
+def _midpoint_misses(frames, values, tol, fit):
+    """Midpoints between samples beyond their allowance, from the curves as the core evaluates them:
+    the segment test's rule (a cubic through the four samples around each midpoint, within the
+    limit plus a spread that grows with the local change)."""
+    n = frames.size
+    a, b = np.arange(n - 1), np.arange(1, n)
+    misses = 0
+    for c in range(values.shape[1]):
+        y, limit = values[:, c], tol[c] * segment_fit.ACCEPT_SHARE
+        before, after = y[np.maximum(a - 1, 0)], y[np.minimum(b + 1, n - 1)]
+        target = (9.0 * (y[a] + y[b]) - before - after) / 16.0
+        target = np.where(a == 0, (3.0 * y[a] + 6.0 * y[b] - after) / 8.0, target)
+        target = np.where(b == n - 1, (6.0 * y[a] + 3.0 * y[b] - before) / 8.0, target)
+        spread = 0.25 * np.abs(y[b] - y[a]) + np.abs(target - 0.5 * (y[a] + y[b]))
+        got = fit.curves[c].evaluate(0.5 * (frames[a] + frames[b]))
+        misses += int(np.count_nonzero(np.abs(got - target) > limit + spread))
+    return misses
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_the_whole_search_holds_the_midpoints_it_tests_once_a_key_settles(seed, monkeypatch):
+    # Samples first, midpoints once a key's segment settles (and that key's search again with
+    # both where they do not hold): every midpoint within its allowance, where a search at the
+    # samples alone leaves some beyond it, with about as many keys.
+    frames, values = clip(seed, n=300, m=8)
+    tol = np.full(values.shape[1], 0.01)
+    fit = fk.fewest_keys(values, frames, tol)
+    assert fit.within_tolerance and _midpoint_misses(frames, values, tol, fit) == 0
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
+    samples_only = fk.fewest_keys(values, frames, tol)
+    assert _midpoint_misses(frames, values, tol, samples_only) >= 10
+    assert samples_only.n_keys <= fit.n_keys <= 1.02 * samples_only.n_keys
 
 
 def test_shared_keys_with_free_values_stay_shared_and_within_tolerance(monkeypatch):
@@ -307,6 +347,8 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
 
     monkeypatch.setattr(segment_fit, "_kernel", lambda: broken)
     monkeypatch.setattr(segment_fit, "KERNEL_FAILURE", [])
+    # (the compiled search tests the midpoints once a key settles, the Python one at every length)
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
     frames, values = clip(2, n=120)
     with pytest.warns(RuntimeWarning, match="no compiler here"):
         fit = fk.fewest_keys(values, frames, 0.01)
@@ -314,6 +356,7 @@ def test_a_kernel_that_fails_falls_back_to_numpy_with_a_warning(monkeypatch):
     assert not segment_fit.compiled_kernel()
     monkeypatch.undo()
     # (the numpy cascade neither refines nor frees the keys' values)
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
     monkeypatch.setattr(segment_fit, "REFINE_GATE", 0.0)
     monkeypatch.setattr(segment_fit, "FREE_KEY_VALUES", False)
     reference = fk.fewest_keys(values, frames, 0.01)
