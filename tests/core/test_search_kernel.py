@@ -39,6 +39,14 @@ def python_search(monkeypatch):
     monkeypatch.setattr(fast_search, "compiled_search", unavailable)
 
 
+@pytest.fixture
+def same_tests(monkeypatch):
+    """The compiled search tests a key's lengths at the samples and the midpoints once the key
+    settles, the Python search every length at both: the same tests without midpoints (the
+    midpoints are held in test_segment_kernel.py)."""
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
+
+
 def assert_same_curves(a, b):
     assert len(a.curves) == len(b.curves)
     for j, (x, y) in enumerate(zip(a.curves, b.curves, strict=True)):
@@ -60,7 +68,7 @@ def searches(monkeypatch):
 
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("shared", [False, True])
-def test_compiled_editable_search_keeps_the_python_keys(monkeypatch, seed, shared):
+def test_compiled_editable_search_keeps_the_python_keys(same_tests, monkeypatch, seed, shared):
     if not segment_fit.compiled_kernel():
         pytest.skip("no compiled segment test here")
     frames, values = corner_clip(seed)
@@ -77,7 +85,7 @@ def test_compiled_editable_search_keeps_the_python_keys(monkeypatch, seed, share
     assert want.corners > 0  # the free twin won somewhere: the corner rule ran
 
 
-def test_a_search_stopped_and_resumed_keeps_the_same_keys(monkeypatch):
+def test_a_search_stopped_and_resumed_keeps_the_same_keys(same_tests, monkeypatch):
     # many progress steps: each unit's search stops every few frames and goes on from the state it
     # stopped in (the last key, its segments' fits and the slopes the next segments keep)
     if not segment_fit.compiled_kernel():
@@ -97,11 +105,18 @@ def test_a_search_stopped_and_resumed_keeps_the_same_keys(monkeypatch):
     assert_same_curves(stepped, want)
     assert stepped.corners > 0
     assert_same_curves(fk.fewest_keys(values, frames, tol, handles="EDITABLE"), want_per_curve)
+    # with the midpoints checked once each key settles: stopped and resumed, the same keys as one call
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", True)
+    for handles in ("EDITABLE", "FREE"):
+        stepped = fk.fewest_keys(values, frames, tol, handles=handles, groups=groups)
+        with monkeypatch.context() as patch:
+            patch.setattr(fast_search, "PROGRESS_STEPS", 1)
+            assert_same_curves(stepped, fk.fewest_keys(values, frames, tol, handles=handles, groups=groups))
 
 
 @pytest.mark.skipif(not (MOCAP / "cmu_iclone_02_01_walk.bvh").exists(),
                     reason="../shared/data/mocap is not here (a shared clip: its README)")
-def test_a_captured_walk_keeps_the_python_keys(monkeypatch):
+def test_a_captured_walk_keeps_the_python_keys(same_tests, monkeypatch):
     if not segment_fit.compiled_kernel():
         pytest.skip("no compiled segment test here")
     from anim_signals.spatialkeys.bvh import read_bvh
