@@ -492,7 +492,8 @@ class PoseModel:
         n_frames = columns.shape[1]
         props = {p: np.repeat(self.held[p].T[:, :, None], n_frames, axis=2) for p in self._read}
         for prop, cols, bones, comps in self._drives:
-            props[prop][comps, bones] = columns[cols]
+            if prop in props:  # (a rotation in a mode no bone is in moves nothing, as in Blender)
+                props[prop][comps, bones] = columns[cols]
         props["location"][:, self.connected] = 0.0  # (BKE_pchan_to_mat4: a connected bone keeps its head)
         rotations = np.empty((3, 3, len(self.modes), n_frames))
         for mode, source, bones in self._mode_bones:

@@ -330,7 +330,9 @@ def _holds_between(frames, y, a, length, lim, alpha, beta, c1, c2, v, y0, free, 
                    r0):  # pragma: no cover - compiled
     """Whether a segment fitted to its samples (handle lengths ``alpha``, ``beta``, inner values
     ``c1``, ``c2``, end value ``v`` with ``free``) keeps the midpoints between them within their
-    allowance, as a test with ``between`` asks (x(t) solved exactly at each midpoint)."""
+    allowance, as a test with ``between`` asks; x(t) is solved exactly at each midpoint (the
+    cascade's table stages interpolate its inverse: a fit can pass there and miss here by a hair,
+    and this is Blender's evaluation)."""
     _points(frames, y, a, length, lim, True, free, u, tgt, inv)
     y1 = y[a + length]
     ns = length - 1
@@ -550,6 +552,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
         for r in range(5):
             best[i, r] = last_fit[i, r]
     trial_fit = np.zeros((k, 5))
+    before = best.copy()  # the fits this key's search started from (restored when it starts again)
     lo = 1
     hi = 0
     probing = False
@@ -609,6 +612,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
                         break
                 if not holds:  # this key's search again, every test holding the midpoints too
                     midpoints = True
+                    best[:, :] = before
                     lo = 1
                     hi = 0
                     probes_left = probes
@@ -655,6 +659,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             probes_left = probes
             refining = False
             midpoints = False
+            before[:, :] = best
         if not probing:
             room = n - 1 - key
             if refining:

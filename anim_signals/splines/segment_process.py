@@ -86,10 +86,10 @@ def python_executable() -> str | None:
     return shutil.which(name)
 
 
-# A batch goes over as raw arrays, not pickled: a request is a header and eight arrays of n values,
+# A batch goes over as raw arrays, not pickled: a request is a header and nine arrays of n values,
 # an answer seven arrays (the pipe's round trip is then most of the cost, ~0.1 ms).
 _BATCH = struct.Struct("<QQ?qd")  # message size, n, between, Lawson iterations, ridge
-# chan, start, length, limit, slope, gate, start alpha, start beta
+# chan, start, length, limit, slope, gate, start alpha, start beta, warm decides
 _BATCH_IN = (np.int64, np.int64, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64, np.bool_)
 _BATCH_OUT = (np.bool_, np.int64, np.float64, np.float64, np.float64, np.float64, np.float64)  # ok, pair, alpha, beta, c1, c2, error
 _PICKLED, _BATCH_TAG = b"P", b"B"

@@ -119,7 +119,7 @@ class JointCheck:
     bound_tolerance: np.ndarray | None = None  # (M,) the first-order bound's own tolerances
     # world-space virtual vertices, (3, 7, B, F): coordinates first, frames last (the pose model's layout)
     original: np.ndarray | None = None
-    original_rows: np.ndarray | None = None  # the frames (rows) ``original`` holds; None: every frame
+    original_rows: np.ndarray | None = None  # the frames ``original`` holds (its last axis); None: every frame
     loosened: float = 1.0  # the factor of the loosening refit (1: none)
     error_cm: float = -1.0  # measured max over every frame and vertex
     rounds: int = 0  # refits after the first fit

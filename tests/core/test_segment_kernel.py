@@ -174,6 +174,42 @@ def _midpoint_misses(frames, values, tol, fit):
     return misses
 
 
+def test_holds_between_judges_a_fit_at_the_midpoints_as_the_curve_evaluates(monkeypatch):
+    # Segments fitted to their samples alone, then judged at the midpoints: the kernel's check
+    # against the segment's Bezier curve evaluated by the core, with the allowance of
+    # _midpoint_misses; both outcomes occur.
+    frames, values = clip(3, n=300, m=8)
+    columns = np.ascontiguousarray(values.T)
+    chan, start, length, _, _ = random_segments(3, frames, values, count=1200)
+    limit = np.random.default_rng(4).uniform(0.003, 0.03, chan.size)
+    keep = length >= 2
+    chan, start, length, limit = chan[keep], start[keep], length[keep], limit[keep]
+    monkeypatch.setattr(segment_fit, "BETWEEN_FRAMES", False)
+    fit = segment_fit.fit_segments_of(frames, columns, chan, start, length, limit)
+    u, tgt, inv, b1, b2, b3, r0, _, _ = segment_kernel._scratch(2 * frames.size + 2)
+    verdicts = []
+    for row in np.flatnonzero(fit.ok):
+        a, b, c = start[row], start[row] + length[row], chan[row]
+        holds = segment_kernel._holds_between(frames, columns[c], a, length[row], limit[row], fit.alpha[row],
+                                              fit.beta[row], fit.c1[row], fit.c2[row], values[b, c], values[a, c],
+                                              False, u, tgt, inv, b1, b2, b3, r0)
+        curve = segment_fit.segment_curve(frames[a], frames[b], values[a, c], values[b, c], fit, row)
+        y, last = values[:, c], frames.size - 1
+        i = np.arange(a, b)
+        before, after = y[np.maximum(i - 1, 0)], y[np.minimum(i + 2, last)]
+        target = (9.0 * (y[i] + y[i + 1]) - before - after) / 16.0
+        target = np.where(i == 0, (3.0 * y[i] + 6.0 * y[i + 1] - after) / 8.0, target)
+        target = np.where(i + 1 == last, (6.0 * y[i] + 3.0 * y[i + 1] - before) / 8.0, target)
+        spread = 0.25 * np.abs(y[i + 1] - y[i]) + np.abs(target - 0.5 * (y[i] + y[i + 1]))
+        miss = np.abs(curve.evaluate(0.5 * (frames[i] + frames[i + 1])) - target) - (limit[row] + spread)
+        if np.abs(miss).min() > 1e-9 * limit[row]:  # (not a hair from the allowance)
+            verdicts.append((holds, bool(np.all(miss < 0.0))))
+    assert len(verdicts) > 100
+    assert all(mine == theirs for mine, theirs in verdicts)
+    held = sum(h for h, _ in verdicts)
+    assert held >= 100 and len(verdicts) - held >= 3, (held, len(verdicts))  # both outcomes, judged alike
+
+
 @pytest.mark.parametrize("handles", ["FREE", "EDITABLE"])
 @pytest.mark.parametrize("seed", [1, 3])
 def test_the_whole_search_holds_the_midpoints_it_tests_once_a_key_settles(seed, handles, monkeypatch):
