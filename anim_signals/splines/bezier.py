@@ -355,10 +355,12 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
     """
     frames = np.asarray(frames, dtype=float)
     values = np.asarray(values, dtype=float)
+    got = curve.evaluate(frames)
     for _ in range(frames.size):
-        bad = np.abs(curve.evaluate(frames) - values) > tol
+        bad = np.abs(got - values) > tol
         if not bad.any() or curve.n_keys < 2:
             return curve
+        before = curve
         xs = curve.co[:, 0]
         # "on a key" within float32 resolution: Blender stores frames as float32, and a second
         # key a hair away from the first would collapse onto it there
@@ -368,7 +370,8 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
         if new_x.size == 0:  # only keys are off: put those back on their samples
             co_vals = curve.co[:, 1].copy()
             co_vals[nearest[bad]] = values[bad]
-            curve = hermite_keys(xs, co_vals, _slopes(curve))
+            curve = _rebuilt(before, xs, co_vals, _slopes(curve))
+            _update_changed(got, frames, before, curve)
             continue
         # Anchor keys on the neighbouring samples take the curve's own value and slope, which
         # splits its cubic without changing it: the fix stays between the neighbours instead of
@@ -382,9 +385,50 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
         slopes_new = _hermite_slopes_at(curve, new_x)
         all_x = np.concatenate([xs, new_x])
         order = np.argsort(all_x)
-        curve = hermite_keys(
+        curve = _rebuilt(
+            before,
             all_x[order],
             np.concatenate([curve.co[:, 1], new_v])[order],
             np.concatenate([_slopes(curve), slopes_new])[order],
         )
+        _update_changed(got, frames, before, curve)
     return curve
+
+
+def _rebuilt(before: BezierCurve, frames: np.ndarray, values: np.ndarray, slopes: np.ndarray) -> BezierCurve:
+    """:func:`hermite_keys` of the given keys, where a key of ``before`` whose value and both
+    neighbours are the same keeps its handles as they were: recomputed from its slope, they would
+    differ in the last bit, and the segments between such keys are exactly the same."""
+    after = hermite_keys(frames, values, slopes)
+    old_x, old_y = before.co[:, 0], before.co[:, 1]
+    n_old, n_new = old_x.size, frames.size
+    at = np.searchsorted(old_x, frames).clip(0, n_old - 1)
+    same = (old_x[at] == frames) & (old_y[at] == values)
+    left_same = np.ones(n_new, dtype=bool)
+    right_same = np.ones(n_new, dtype=bool)
+    left_same[1:] = (at[1:] > 0) & same[:-1] & (at[:-1] == at[1:] - 1)
+    left_same[0] = at[0] == 0
+    right_same[:-1] = (at[:-1] < n_old - 1) & same[1:] & (at[1:] == at[:-1] + 1)
+    right_same[-1] = at[-1] == n_old - 1
+    keep = same & left_same & right_same
+    after.handle_left[keep] = before.handle_left[at[keep]]
+    after.handle_right[keep] = before.handle_right[at[keep]]
+    return after
+
+
+def _update_changed(got: np.ndarray, frames: np.ndarray, before: BezierCurve, after: BezierCurve) -> None:
+    """Evaluate ``after`` again (into ``got``, in place) at the frames of the segments that differ
+    from ``before``'s: those next to a key that is new or whose position or handles changed. A
+    repair changes a few segments of a long curve; the rest keep their values."""
+    xs = after.co[:, 0]
+    if after.n_keys < 2 or before.n_keys < 2:
+        got[:] = after.evaluate(frames)
+        return
+    same_at = np.searchsorted(before.co[:, 0], xs).clip(0, before.n_keys - 1)
+    touched = ~((before.co[same_at] == after.co).all(axis=1)
+                & (before.handle_left[same_at] == after.handle_left).all(axis=1)
+                & (before.handle_right[same_at] == after.handle_right).all(axis=1))
+    seg = np.clip(np.searchsorted(xs, frames, side="right") - 1, 0, xs.size - 2)
+    changed = touched[seg] | touched[seg + 1]
+    if changed.any():
+        got[changed] = after.evaluate(frames[changed])

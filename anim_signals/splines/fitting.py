@@ -34,6 +34,7 @@ from .latent import (
     _check_representable,
     _check_search_settings,
     _final_fit,
+    _final_lane_fits,
     _prepare,
     _Samples,
     distortion,
@@ -198,8 +199,8 @@ def _curves_from(
         errors = [error]
     else:
         curves, errors = [], []
-        for c in range(problem.n_lanes):
-            knots, ctrl, error = _final_fit(problem, internal[c], frames[0], span, snapped=snap is not None, lane=c)
+        for c, (knots, ctrl, error) in enumerate(_final_lane_fits(problem, internal, frames[0], span,
+                                                                  snapped=snap is not None)):
             curves += spline_to_bezier(knots, ctrl * tol[c] + mean[c], degree)
             errors.append(error)
     # The guarantee: where the spline cannot reach a sample (noise finer than the closest knot

@@ -23,7 +23,7 @@ import numpy as np
 from ..steps import run_steps
 from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_result, non_negative, positive_int
 from .bspline import BezierCurve, clamped_knots, evaluate, lsq_batch, spline_to_bezier
-from .knots import KnotProblem, curvature_knots, snap_grid, snap_knots
+from .knots import SCORE_CHUNK_ELEMENTS, KnotProblem, curvature_knots, snap_grid, snap_knots
 from .tolerance import solve_tolerance
 
 __all__ = ["FitCancelled", "SplineModel", "distortion", "fit_latent_spline", "fit_uniform_spline"]
@@ -223,13 +223,40 @@ def _final_fit(
         if np.abs(err_latent).max() < error.max():
             ctrl = ctrl_latent[0] @ problem.basis
             error = np.abs(err_latent[0])
-    knots_frames = frames0 + span * knots[0]
+    return _in_frames(problem, knots[0], ctrl, error.max(axis=0), frames0, span, snapped)
+
+
+def _final_lane_fits(
+    problem: KnotProblem, internal: Sequence[np.ndarray], frames0: float, span: float, snapped: bool = False
+) -> list[_FinalFit]:
+    """:func:`_final_fit` of every lane of a problem without a basis (one channel per lane), the
+    lanes' least-squares fits solved together in chunks (one small solve per lane cost more in
+    numpy's call overhead than in arithmetic)."""
+    if problem.basis is not None:
+        raise ValueError("lanes fitted together need a problem without a basis")
+    n_lanes = problem.n_lanes
+    chunk = max(1, int(SCORE_CHUNK_ELEMENTS // max(1, problem.target[0].size)))
+    out: list[_FinalFit] = []
+    for start in range(0, n_lanes, chunk):
+        lanes = np.arange(start, min(start + chunk, n_lanes))
+        part = [np.asarray(internal[c], dtype=float) for c in lanes]
+        err, ctrl = problem.errors(part, lanes)
+        for k, knots in enumerate(part):
+            full = problem.knot_vectors(knots[None])[0]
+            n_ctrl = full.size - problem.degree - 1
+            out.append(_in_frames(problem, full, ctrl[k, :n_ctrl], np.abs(err[k]).max(axis=0), frames0, span, snapped))
+    return out
+
+
+def _in_frames(problem: KnotProblem, knots: np.ndarray, ctrl: np.ndarray, max_error: np.ndarray, frames0: float,
+               span: float, snapped: bool) -> _FinalFit:
+    knots_frames = frames0 + span * knots
     _put_on_samples(knots_frames, frames0 + span * problem.tau, span)
     if snapped:
         inner = slice(problem.degree + 1, -(problem.degree + 1))
         knots_frames[inner] = np.round(knots_frames[inner])
         return _FinalFit(knots_frames, ctrl)
-    return _FinalFit(knots_frames, ctrl, error.max(axis=0))
+    return _FinalFit(knots_frames, ctrl, max_error)
 
 
 def _model_from(

@@ -434,8 +434,18 @@ def _split_spans(internal, tau, grid, per_sample, min_gap, fraction, feasible, o
     return n_int + take
 
 
+def _split_lanes(flat, offsets, tau, grid, per_sample, min_gap, fraction, feasible, out, out_offsets, counts, first,
+                 step):  # pragma: no cover - compiled
+    """:func:`_split_spans` for lanes first, first + step, ...: lane k's knots are
+    ``flat[offsets[k]:offsets[k + 1]]``, its grown knots go to ``out`` from ``out_offsets[k]`` and
+    their count (-1: none can split) to ``counts[k]`` (without the GIL: threads run them side by side)."""
+    for k in range(first, offsets.shape[0] - 1, step):
+        counts[k] = _split_spans(flat[offsets[k]:offsets[k + 1]], tau, grid, per_sample[k], min_gap, fraction,
+                                 feasible, out[out_offsets[k]:out_offsets[k + 1]])
+
+
 compile_lazily(globals(), ("_sample_error", "_solve_banded", "_inverses", "_cubic_at", "_basis_at", "_cubic_normal_rows", "_score_one",
-                           "_score_rows", "_refit_one", "_refit_rows", "_split_spans"))
+                           "_score_rows", "_refit_one", "_refit_rows", "_split_spans", "_split_lanes"))
 
 
 def split_spans(internal, tau, grid, per_sample, min_gap: float, fraction: float, feasible: float):
@@ -486,8 +496,29 @@ def split_lane_spans(internals, tau, grid, per_sample, min_gap: float, fraction:
     tau = _contiguous(tau, dtype=np.float64)
     grid = _contiguous(grid, dtype=np.float64)
     per_sample = _contiguous(per_sample, dtype=np.float64)
-    return [split_spans(internal, tau, grid, per_sample[k], min_gap, fraction, feasible)
-            for k, internal in enumerate(internals)]
+    count = len(internals)
+    if per_sample.shape != (count, tau.size):
+        raise ValueError(f"per_sample must have one row of {tau.size} samples per lane, got shape {per_sample.shape}")
+    if count == 0:
+        return []
+    # every lane in one compiled call (one call per lane cost as much in dispatch as in work)
+    sizes = np.array([np.size(internal) for internal in internals], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out_offsets = np.concatenate([[0], np.cumsum(2 * sizes + 1)]).astype(np.int64)
+    flat = np.concatenate([np.asarray(internal, dtype=np.float64).ravel() for internal in internals])
+    out = np.empty(int(out_offsets[-1]))
+    counts = np.empty(count, dtype=np.int64)
+    args = (flat, offsets, tau, grid, per_sample, float(min_gap), float(fraction), float(feasible), out, out_offsets,
+            counts)
+    parts = THREADS if count > 1 and count * tau.size >= _SPLIT_MIN else 1
+    if parts == 1:
+        _split_lanes(*args, 0, 1)
+    else:
+        jobs = [pool().submit(_split_lanes, *args, first, parts) for first in range(1, parts)]
+        _split_lanes(*args, 0, parts)
+        for job in jobs:
+            job.result()
+    return [None if counts[k] < 0 else out[out_offsets[k]:out_offsets[k] + counts[k]].copy() for k in range(count)]
 
 
 def score_candidates(knots, n_ctrl, tau, latent, lanes, basis, target, degree: int, ridge: float,

@@ -304,6 +304,95 @@ def test_repair_never_adds_a_key_next_to_an_existing_one():
     assert np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
 
 
+def _full_repair(curve, frames, values, tol):
+    """repair_keys as a plain reference: the whole curve evaluated every round, keys rebuilt from
+    their slopes."""
+    from anim_signals.splines.bezier import _hermite_slopes_at, _nearest, _slopes, hermite_keys
+
+    for _ in range(frames.size):
+        bad = np.abs(curve.evaluate(frames) - values) > tol
+        if not bad.any() or curve.n_keys < 2:
+            return curve
+        xs = curve.co[:, 0]
+        nearest = _nearest(xs, frames)
+        on_key = np.abs(xs[nearest] - frames) <= 1e-3
+        new_x = frames[bad & ~on_key]
+        if new_x.size == 0:
+            co_vals = curve.co[:, 1].copy()
+            co_vals[nearest[bad]] = values[bad]
+            curve = hermite_keys(xs, co_vals, _slopes(curve))
+            continue
+        idx = np.flatnonzero(np.isin(frames, new_x))
+        near = np.unique(np.concatenate([idx - 1, idx + 1]).clip(0, frames.size - 1))
+        anchors = frames[near]
+        anchors = anchors[~on_key[near] & ~np.isin(anchors, new_x)]
+        new_v = np.concatenate([np.interp(new_x, frames, values), curve.evaluate(anchors)])
+        new_x = np.concatenate([new_x, anchors])
+        all_x = np.concatenate([xs, new_x])
+        order = np.argsort(all_x)
+        curve = hermite_keys(all_x[order], np.concatenate([curve.co[:, 1], new_v])[order],
+                             np.concatenate([_slopes(curve), _hermite_slopes_at(curve, new_x)])[order])
+    return curve
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_repair_evaluating_only_the_changed_segments_equals_a_full_evaluation_each_round(seed):
+    """repair_keys evaluates again only the segments next to a new or changed key: the keys it
+    gives are those of a repair that evaluates the whole curve every round, and every sample is
+    within tolerance of the result."""
+    from anim_signals.splines import bezier
+
+    rng = np.random.default_rng(seed)
+    frames = np.arange(400.0)
+    smooth = np.sin(frames / (20.0 + 10 * seed)) + 0.3 * np.cos(frames / 7.0)
+    values = smooth + rng.normal(0.0, 0.01 + 0.01 * seed, frames.size)  # noise the keys cannot follow
+    values[rng.integers(0, 400, 3)] += 0.3  # spikes
+    values[250 + seed:] += 0.2  # a step
+    tol = 0.02
+    curve = bezier.hermite_keys(frames[::25], smooth[::25], np.gradient(smooth, frames)[::25])
+    rounds = []
+    original_update = bezier._update_changed
+
+    def counting(got, at, before, after):
+        rounds.append(np.count_nonzero(got != after.evaluate(at)))  # stale values before the update
+        original_update(got, at, before, after)
+        np.testing.assert_array_equal(got, after.evaluate(at))
+
+    bezier._update_changed = counting
+    try:
+        got = bezier.repair_keys(curve, frames, values, tol)
+    finally:
+        bezier._update_changed = original_update
+    want = _full_repair(curve, frames, values, tol)
+    assert len(rounds) >= 2, "the repair took one round: the test tests nothing"
+    np.testing.assert_allclose(got.co, want.co, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.handle_left, want.handle_left, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.handle_right, want.handle_right, rtol=0, atol=1e-12)
+    assert np.all(np.abs(got.evaluate(frames) - values) <= tol)
+    assert got.n_keys > curve.n_keys + 20
+
+
+def test_lane_fits_solved_together_equal_one_fit_per_lane():
+    from anim_signals.splines.knots import KnotProblem
+    from anim_signals.splines.latent import _final_fit, _final_lane_fits
+
+    rng = np.random.default_rng(3)
+    tau = np.linspace(0.0, 1.0, 300)
+    columns = np.column_stack([np.sin(5 * tau + c) + 0.01 * rng.normal(size=tau.size) for c in range(7)])
+    for multiplicity, snapped in ((1, False), (2, False), (2, True)):
+        problem = KnotProblem.lanes(tau, columns, 3, multiplicity)
+        internal = [np.sort(rng.choice(tau[3:-3], size, replace=False)) for size in (0, 1, 4, 9, 15, 2, 30)]
+        together = _final_lane_fits(problem, internal, 1.0, 299.0, snapped=snapped)
+        for c, fit in enumerate(together):
+            alone = _final_fit(problem, internal[c], 1.0, 299.0, snapped=snapped, lane=c)
+            np.testing.assert_array_equal(fit.knots, alone.knots)
+            np.testing.assert_allclose(fit.control_points, alone.control_points, rtol=1e-9, atol=1e-9)
+            if snapped:
+                assert fit.max_error is None and alone.max_error is None
+            else:
+                np.testing.assert_allclose(fit.max_error, alone.max_error, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("mode", ["PER_CHANNEL", "LATENT"])
 def test_curves_clear_of_their_tolerance_skip_only_a_check_that_would_change_nothing(monkeypatch, mode):
     """A spline's keys reproduce it exactly, so curves whose fit stays clear of the tolerance skip the

@@ -607,7 +607,7 @@ for mode in ("PER_CHANNEL", "LATENT"):  # the spline modes' scoring, insertion a
     fit_channels(values, frames, 0.02, mode=mode)
 # (the functions they call are compiled into them)
 entry_points = ("segment_kernel._batch", "segment_kernel._search_unit", "spline_kernel._score_rows",
-                "spline_kernel._refit_rows", "spline_kernel._split_spans")
+                "spline_kernel._refit_rows", "spline_kernel._split_lanes")
 print("uncompiled", sorted(name for name in entry_points if not warm[name]))
 print("new", sorted(name for name, d in dispatchers.items() if len(d.signatures) != warm[name]))
 """

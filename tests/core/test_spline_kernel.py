@@ -145,6 +145,27 @@ def test_insertion_step_equals_the_numpy_one(monkeypatch, snap):
             np.testing.assert_array_equal(got, want)
 
 
+def test_every_lane_split_in_one_call_equals_one_call_per_lane():
+    """split_lane_spans runs every lane in one compiled call, over both threads on big rounds: the
+    same knots as split_spans lane by lane."""
+    rng = np.random.default_rng(12)
+    tau = np.linspace(0.0, 1.0, 700)
+    for count in (1, 3, 80):  # 80 x 700 samples: split over the threads
+        internals = [np.sort(rng.choice(tau[2:-2], rng.integers(0, 40), replace=False)) for _ in range(count)]
+        per_sample = rng.exponential(0.9, (count, tau.size))
+        per_sample[::5] = 0.5  # lanes within tolerance: None
+        got = spline_kernel.split_lane_spans(internals, tau, tau, per_sample, 0.003, 0.25, 1.0)
+        assert len(got) == count
+        for k, internal in enumerate(internals):
+            want = spline_kernel.split_spans(internal, tau, tau, per_sample[k], 0.003, 0.25, 1.0)
+            assert (got[k] is None) == (want is None), k
+            if want is not None:
+                np.testing.assert_array_equal(got[k], want)
+    assert spline_kernel.split_lane_spans([], tau, tau, np.zeros((0, tau.size)), 0.003, 0.25, 1.0) == []
+    with pytest.raises(ValueError, match="one row"):
+        spline_kernel.split_lane_spans([np.array([0.5])], tau, tau, np.zeros((2, tau.size)), 0.003, 0.25, 1.0)
+
+
 def test_a_lane_outside_the_problem_is_refused():
     tau = np.linspace(0.0, 1.0, 20)
     data = np.sin(tau)[None, :, None]
