@@ -372,6 +372,47 @@ def test_repair_evaluating_only_the_changed_segments_equals_a_full_evaluation_ea
     assert got.n_keys > curve.n_keys + 20
 
 
+def test_simple_knots_refit_only_the_curves_whose_repair_added_many_keys(monkeypatch):
+    """C1 curves that miss samples are fitted again with simple knots only where the repair added at
+    least SIMPLE_KNOTS_RETRY_SHARE of their keys (a step: the simple knots' keys are taken); a curve
+    missing one spike and a noisy walk keep their repaired C1 keys, and here a refit of them would
+    not have given fewer keys either."""
+    from anim_signals.splines import fitting
+
+    frames = np.arange(300.0)
+    rng = np.random.default_rng(0)
+    wavy = np.sin(frames / 6.0) + 0.5 * np.sin(frames / 2.3)
+    wavy[150] += 0.05  # one sample the spline cannot reach
+    step = np.where(frames < 140, 0.0, 1.0) + 0.2 * np.sin(frames / 40)
+    kink = np.abs(frames - 100.0) / 100
+    walk = np.cumsum(rng.normal(0, 0.02, 300))
+    y = np.column_stack([wavy, step, kink, walk])
+    made = []  # (multiplicity, keys, share added by the repair) of every group's keys
+    curves_from = fitting._curves_from
+
+    def spy(problem, *args):
+        curves, added = curves_from(problem, *args)
+        made.append((problem.multiplicity, [c.n_keys for c in curves], added))
+        return curves, added
+
+    monkeypatch.setattr(fitting, "_curves_from", spy)
+    fit = fitting.fit_channels(y, frames, 0.01, mode="PER_CHANNEL")
+    assert fit.within_tolerance
+    (c1_mult, c1_keys, added), (c2_mult, c2_keys, _) = made
+    assert (c1_mult, c2_mult) == (2, 1)
+    assert added[0] > 0 and added[3] > 0, "the spike and the walk must need the repair: the test tests nothing"
+    assert added[0] < fitting.SIMPLE_KNOTS_RETRY_SHARE and added[3] < fitting.SIMPLE_KNOTS_RETRY_SHARE
+    assert added[1] >= fitting.SIMPLE_KNOTS_RETRY_SHARE and added[2] == 0.0
+    assert len(c2_keys) == 1 and c2_keys[0] < c1_keys[1]  # only the step, and its simple knots win
+    assert [c.n_keys for c in fit.curves] == [c1_keys[0], c2_keys[0], c1_keys[2], c1_keys[3]]
+    # every curve that missed a sample refitted: the spike's and the walk's keys no fewer
+    made.clear()
+    monkeypatch.setattr(fitting, "SIMPLE_KNOTS_RETRY_SHARE", 0.0)
+    every = fitting.fit_channels(y, frames, 0.01, mode="PER_CHANNEL")
+    assert len(made[1][1]) == 3
+    assert [c.n_keys for c in every.curves] == [c.n_keys for c in fit.curves]
+
+
 def test_lane_fits_solved_together_equal_one_fit_per_lane():
     from anim_signals.splines.knots import KnotProblem
     from anim_signals.splines.latent import _final_fit, _final_lane_fits
