@@ -301,9 +301,11 @@ def compiled_search(frames, values, limit, moving, labels,
 
 
 def _in_a_thread(search: Callable[[list, threading.Event], Any], n_units: int) -> Generator[float, None, Any]:
-    """Run ``search(done, cancel)`` in a thread of its own and yield progress as its units end (one
-    value per unit, in [0, 0.95]); returns what it returns. Closing the generator (Esc) sets
-    ``cancel`` and waits for the units under way."""
+    """Run ``search(done, cancel)`` in a thread of its own and yield progress as its units end (in
+    [0, 0.95]), and the same value again every :data:`POLL_SECONDS` while none ends (a search of one
+    long unit still hands the caller its thread back: for Esc, and for work of its own meanwhile);
+    returns what it returns. Closing the generator (Esc) sets ``cancel`` and waits for the units under
+    way."""
     done: list[int] = []
     cancel = threading.Event()
     reported = 0
@@ -312,6 +314,9 @@ def _in_a_thread(search: Callable[[list, threading.Event], Any], n_units: int) -
         try:
             while True:
                 finished = bool(wait([future], timeout=POLL_SECONDS).done)
+                if not finished and reported == len(done):
+                    yield 0.95 * (reported / max(n_units, 1))
+                    continue
                 while reported < len(done):
                     reported += 1
                     yield 0.95 * (reported / max(n_units, 1))

@@ -196,10 +196,35 @@ def test_closing_a_search_in_its_thread_stops_it_between_units():
 
     gen = fast_search._in_a_thread(search, 50)
     first = next(gen)
+    while first == 0.0:  # (the same value again while no unit has ended)
+        first = next(gen)
     assert 0.0 < first <= 0.95
     gen.close()  # Esc: no unit starts after this, and the thread is over when close returns
     assert len(started) < 50
     assert not [t for t in threading.enumerate() if t.name.startswith("anim_signals_search")]
     values, result = run_steps(fast_search._in_a_thread(search, 50))
     assert result == "finished"
-    assert len(values) == 50 and values == sorted(values) and values[-1] == pytest.approx(0.95)
+    assert values == sorted(values) and values[-1] == pytest.approx(0.95)
+    assert len(set(values)) in (50, 51)  # one value per unit (and 0 while the first runs)
+
+
+def test_a_search_of_one_long_unit_hands_the_thread_back_while_it_runs():
+    """Without a unit ending, the generator still yields every POLL_SECONDS or so: Esc stays
+    responsive, and the Joints space reads the original clip meanwhile."""
+    import time
+
+    def search(done, cancel):
+        end = time.perf_counter() + 0.3
+        while time.perf_counter() < end and not cancel.is_set():
+            time.sleep(0.002)
+        done.append(0)
+        return "finished"
+
+    values, result = run_steps(fast_search._in_a_thread(search, 1))
+    assert result == "finished"
+    assert values.count(0.0) >= 5 and values[-1] == pytest.approx(0.95)
+    gen = fast_search._in_a_thread(search, 1)
+    assert next(gen) == 0.0
+    start = time.perf_counter()
+    gen.close()  # Esc while the one unit runs
+    assert time.perf_counter() - start < 0.3
