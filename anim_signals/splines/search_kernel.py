@@ -49,6 +49,16 @@ def _slope_after(y_end, c2, beta, span):  # pragma: no cover - compiled
     return np.nan
 
 
+def _fresh_twins(lo, hi, probes_left, probing, searching, probes):  # pragma: no cover - compiled
+    """Both twins' search state as a key starts it (:func:`search_editable_unit`), in place."""
+    for t in range(2):
+        lo[t] = 1
+        hi[t] = 0
+        probes_left[t] = probes
+        probing[t] = False
+        searching[t] = True
+
+
 def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, probes,
                          first_length, key0, slopes, corner_gain, corner_min_samples, stop_at, keys, fits,
                          broken):  # pragma: no cover - compiled
@@ -143,12 +153,8 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
                         break
                 if not holds:  # this key's search again, both twins' tests holding the midpoints too
                     midpoints = True
+                    _fresh_twins(lo, hi, probes_left, probing, searching, probes)
                     for t in range(2):
-                        lo[t] = 1
-                        hi[t] = 0
-                        probes_left[t] = probes
-                        probing[t] = False
-                        searching[t] = True
                         trial[t] = max(min(guess, n - 1 - key), 1)
                     continue
             start = key
@@ -174,11 +180,7 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
                 return count
             guess = max(length, 2)
             midpoints = False
-            for t in range(2):
-                lo[t] = 1
-                hi[t] = 0
-                probes_left[t] = probes
-                searching[t] = True
+            _fresh_twins(lo, hi, probes_left, probing, searching, probes)
         for t in range(2):
             if searching[t] and not probing[t]:
                 room = n - 1 - key
@@ -192,7 +194,7 @@ def search_editable_unit(frames, columns, chans, lims, ab, table, between, lawso
 
 
 # (the segment test is compiled into these: their cache follows segment_kernel.py's content too)
-compile_lazily(globals(), ("_slope_after", "search_editable_unit"), depends=("segment_kernel.py",))
+compile_lazily(globals(), ("_slope_after", "_fresh_twins", "search_editable_unit"), depends=("segment_kernel.py",))
 
 
 def search_channels(frames, columns, chan, limit, ab, table, between, lawson_iterations, ridge, refine_gate, probes,

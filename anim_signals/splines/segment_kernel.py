@@ -497,6 +497,12 @@ def _batch(frames, columns, chan, start, length, limit, slope, ab, table, betwee
         error[s] = e
 
 
+def _fresh_key_search(probes):  # pragma: no cover - compiled
+    """The search state a key starts from (:func:`_search_unit`): the length known to pass (1), the
+    shortest known to fail (0: none yet), the probes left, probing, refining."""
+    return 1, 0, probes, False, False
+
+
 def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterations, ridge, refine_gate, probes,
                  first_length, free_values, key0, last_fit, stop_at, keys, fits):  # pragma: no cover - compiled
     """:func:`.fast_search.greedy`'s search for one unit alone (FREE handles): channels
@@ -553,11 +559,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             best[i, r] = last_fit[i, r]
     trial_fit = np.zeros((k, 5))
     before = best.copy()  # the fits this key's search started from (restored when it starts again)
-    lo = 1
-    hi = 0
-    probing = False
-    refining = False
-    probes_left = probes
+    lo, hi, probes_left, probing, refining = _fresh_key_search(probes)
     trial = min(first_length, n - 1 - key0)
     midpoints = False  # whether this key's tests hold the midpoints too (see the docstring)
     while True:
@@ -613,11 +615,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
                 if not holds:  # this key's search again, every test holding the midpoints too
                     midpoints = True
                     best[:, :] = before
-                    lo = 1
-                    hi = 0
-                    probes_left = probes
-                    probing = False
-                    refining = False
+                    lo, hi, probes_left, probing, refining = _fresh_key_search(probes)
                     trial = min(first_length, n - 1 - key)
                     continue
             end = key + lo
@@ -654,10 +652,7 @@ def _search_unit(frames, columns, chans, lims, ab, table, between, lawson_iterat
             if key >= n - 1 or key >= stop_at:
                 return count
             first_length = max(lo, 2)
-            lo = 1
-            hi = 0
-            probes_left = probes
-            refining = False
+            lo, hi, probes_left, probing, refining = _fresh_key_search(probes)
             midpoints = False
             before[:, :] = best
         if not probing:
@@ -692,7 +687,7 @@ def _bezier_values(frames, y0, y1, alpha, beta, c1, c2, out):  # pragma: no cove
 
 compile_lazily(globals(), ("_points", "_end_point", "_bernstein", "_basis", "_gram", "_coefficients", "_max_error",
                            "_lawson", "_cascade", "_lawson_at", "_one_segment", "_batch", "_search_unit", "_solve_t",
-                           "_refine", "_scratch", "_bezier_values", "_holds_between"))
+                           "_refine", "_scratch", "_bezier_values", "_holds_between", "_fresh_key_search"))
 
 # Fewer segments than this run in the calling thread.
 _SPLIT_MIN = 16
