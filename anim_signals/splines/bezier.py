@@ -397,8 +397,9 @@ def repair_keys(curve: BezierCurve, frames: np.ndarray, values: np.ndarray, tol:
 
 def _rebuilt(before: BezierCurve, frames: np.ndarray, values: np.ndarray, slopes: np.ndarray) -> BezierCurve:
     """:func:`hermite_keys` of the given keys, where a key of ``before`` whose value and both
-    neighbours are the same keeps its handles as they were: recomputed from its slope, they would
-    differ in the last bit, and the segments between such keys are exactly the same."""
+    neighbours are the same keeps its handles and handle type as they were: recomputed from its
+    slope, they would differ in the last bit (and a corner's two slopes would become one), and the
+    segments between such keys are exactly the same."""
     after = hermite_keys(frames, values, slopes)
     old_x, old_y = before.co[:, 0], before.co[:, 1]
     n_old, n_new = old_x.size, frames.size
@@ -413,7 +414,8 @@ def _rebuilt(before: BezierCurve, frames: np.ndarray, values: np.ndarray, slopes
     keep = same & left_same & right_same
     after.handle_left[keep] = before.handle_left[at[keep]]
     after.handle_right[keep] = before.handle_right[at[keep]]
-    return after
+    types = np.where(keep, np.asarray(before.handle_type)[at], after.handle_type)
+    return BezierCurve(after.co, after.handle_left, after.handle_right, types)
 
 
 def _update_changed(got: np.ndarray, frames: np.ndarray, before: BezierCurve, after: BezierCurve) -> None:

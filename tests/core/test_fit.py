@@ -331,26 +331,59 @@ def test_repair_evaluating_only_the_changed_segments_equals_a_full_evaluation_ea
     values[250 + seed:] += 0.2  # a step
     tol = 0.02
     curve = bezier.hermite_keys(frames[::25], smooth[::25], np.gradient(smooth, frames)[::25])
-    rounds = []
-    original_update = bezier._update_changed
+    rounds = 0
+    evaluated = []  # how many frames each evaluation of the repair took
+    original_update, original_evaluate = bezier._update_changed, bezier.BezierCurve.evaluate
 
     def counting(got, at, before, after):
-        rounds.append(np.count_nonzero(got != after.evaluate(at)))  # stale values before the update
+        nonlocal rounds
+        rounds += 1
         original_update(got, at, before, after)
-        np.testing.assert_array_equal(got, after.evaluate(at))
+        np.testing.assert_array_equal(got, original_evaluate(after, at))  # as evaluated whole
 
-    bezier._update_changed = counting
-    try:
+    def sized(curve, at):
+        evaluated.append(np.size(at))
+        return original_evaluate(curve, at)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(bezier, "_update_changed", counting)
+        patch.setattr(bezier.BezierCurve, "evaluate", sized)
         got = bezier.repair_keys(curve, frames, values, tol)
-    finally:
-        bezier._update_changed = original_update
     want = _full_repair(monkeypatch, curve, frames, values, tol)
-    assert len(rounds) >= 2, "the repair took one round: the test tests nothing"
+    assert rounds >= 2, "the repair took one round: the test tests nothing"
+    assert evaluated[0] == frames.size and min(e for e in evaluated[1:] if e) < frames.size / 4
     np.testing.assert_allclose(got.co, want.co, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.handle_left, want.handle_left, rtol=0, atol=1e-12)
     np.testing.assert_allclose(got.handle_right, want.handle_right, rtol=0, atol=1e-12)
     assert np.all(np.abs(got.evaluate(frames) - values) <= tol)
     assert got.n_keys > curve.n_keys + 20
+
+
+def test_a_repair_keeps_the_corners_it_does_not_touch():
+    """A corner (FREE, a slope either side) away from the samples a repair fixes keeps its handles
+    and its type; the keys next to the fixed samples get new segments."""
+    from anim_signals.splines.bspline import BezierCurve
+
+    x = np.array([0.0, 50.0, 100.0, 150.0, 200.0])
+    y = np.array([0.0, 1.0, 2.0, 1.0, 0.0])
+    slope_in = np.array([0.02, 0.02, 0.02, -0.02, -0.02])
+    slope_out = np.array([0.02, 0.02, -0.02, -0.02, -0.02])  # a corner at frame 100
+    third = np.full(5, 50.0 / 3)
+    curve = BezierCurve(np.column_stack([x, y]), np.column_stack([x - third, y - third * slope_in]),
+                        np.column_stack([x + third, y + third * slope_out]),
+                        np.array(["ALIGNED", "ALIGNED", "FREE", "ALIGNED", "ALIGNED"]))
+    frames = np.arange(201.0)
+    values = curve.evaluate(frames)
+    values[20] += 0.5  # a spike the keys miss
+    from anim_signals.splines.bezier import repair_keys
+
+    fixed = repair_keys(curve, frames, values, 0.01)
+    assert fixed.n_keys > curve.n_keys and np.all(np.abs(fixed.evaluate(frames) - values) <= 0.01)
+    at = int(np.flatnonzero(fixed.co[:, 0] == 100.0)[0])
+    assert fixed.handle_type[at] == "FREE"
+    np.testing.assert_array_equal(fixed.handle_left[at], curve.handle_left[2])
+    np.testing.assert_array_equal(fixed.handle_right[at], curve.handle_right[2])
+    np.testing.assert_array_equal(fixed.evaluate(frames[50:]), curve.evaluate(frames[50:]))  # untouched
 
 
 def test_simple_knots_refit_only_the_curves_whose_repair_added_many_keys(monkeypatch):
@@ -394,7 +427,8 @@ def test_simple_knots_refit_only_the_curves_whose_repair_added_many_keys(monkeyp
     assert [c.n_keys for c in every.curves] == [c.n_keys for c in fit.curves]
 
 
-def test_lane_fits_solved_together_equal_one_fit_per_lane():
+def test_lane_fits_solved_together_equal_one_fit_per_lane(monkeypatch):
+    from anim_signals.splines import latent
     from anim_signals.splines.knots import KnotProblem
     from anim_signals.splines.latent import _final_fit, _final_lane_fits
 
@@ -405,6 +439,12 @@ def test_lane_fits_solved_together_equal_one_fit_per_lane():
         problem = KnotProblem.lanes(tau, columns, 3, multiplicity)
         internal = [np.sort(rng.choice(tau[3:-3], size, replace=False)) for size in (0, 1, 4, 9, 15, 2, 30)]
         together = _final_lane_fits(problem, internal, 1.0, 299.0, snapped=snapped)
+        monkeypatch.setattr(latent, "SCORE_CHUNK_ELEMENTS", 2 * tau.size)  # two lanes a chunk, the last alone
+        in_chunks = _final_lane_fits(problem, internal, 1.0, 299.0, snapped=snapped)
+        monkeypatch.undo()
+        for a, b in zip(together, in_chunks, strict=True):
+            np.testing.assert_array_equal(a.knots, b.knots)
+            np.testing.assert_allclose(a.control_points, b.control_points, rtol=1e-12, atol=1e-12)
         for c, fit in enumerate(together):
             alone = _final_fit(problem, internal[c], 1.0, 299.0, snapped=snapped, lane=c)
             np.testing.assert_array_equal(fit.knots, alone.knots)
