@@ -39,7 +39,7 @@ pose_kinematics
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
-from .bspline import BezierCurve, constant_curve, spline_to_bezier
+from .bspline import BezierCurve, constant_curve, evaluate_curves, spline_to_bezier
 from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
 from .key_reduction import FewestKeys, fewest_keys, iter_fewest_keys
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline
@@ -55,6 +55,7 @@ __all__ = [
     "SplineModel",
     "constant_curve",
     "distortion",
+    "evaluate_curves",
     "fewest_keys",
     "fit_channels",
     "fit_latent_spline",

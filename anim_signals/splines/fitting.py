@@ -23,7 +23,7 @@ import numpy as np
 
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, insert_keys, prune_keys, repair_keys
-from .bspline import BezierCurve, constant_curve, spline_to_bezier
+from .bspline import BezierCurve, constant_curve, evaluate_curves, spline_to_bezier
 from .key_reduction import PoseCheck, iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (
@@ -120,8 +120,7 @@ class ChannelsFit:
 
     def evaluate(self, frames: np.ndarray) -> np.ndarray:
         """Values (N, M) of every channel's keys at ``frames`` (N,), as Blender evaluates them."""
-        frames = np.asarray(frames, dtype=float)
-        return np.column_stack([c.evaluate(frames) for c in self.curves])
+        return evaluate_curves(self.curves, frames)
 
 
 
@@ -341,7 +340,7 @@ def _fit_run(
 def _summary(curves: list[BezierCurve], mode: str, values: np.ndarray, frames: np.ndarray, tol: np.ndarray,
              approx: np.ndarray | None = None) -> ChannelsFit:
     if approx is None:
-        approx = np.column_stack([c.evaluate(frames) for c in curves])
+        approx = evaluate_curves(curves, frames)
     err = approx - values
     max_abs = np.abs(err).max(axis=0)
     return ChannelsFit(

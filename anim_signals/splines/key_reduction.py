@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import fast_search, segment_fit
-from .bspline import BezierCurve
+from .bspline import BezierCurve, evaluate_curves
 from .fast_search import Chosen
 from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
 from .stored_keys import as_stored, check_and_repair
@@ -401,7 +401,7 @@ def _search_again_where_float32_misses(frames, values, tol, limit, moving, label
     channels far from zero tolerances of 1e-6) leave less room than ``ACCEPT_SHARE`` allows for; a
     tighter search then usually keeps fewer keys than the repair (every sample of a segment keyed).
     """
-    fitted = np.column_stack([as_stored(c).evaluate(frames) for c in curves])
+    fitted = evaluate_curves([as_stored(c) for c in curves], frames)
     first: dict[int, tuple[Chosen, BezierCurve, np.ndarray]] = {}
     limit = limit.copy()
     for _ in range(FLOAT32_RETRIES):

@@ -114,3 +114,33 @@ def test_padded_rows_with_own_data_match_separate_fits():
         np.testing.assert_allclose(ctrl[row, n_ctrl[row] :], 0.0, atol=1e-9)
         np.testing.assert_allclose(fit[row], mat @ ref, atol=1e-6)
         assert sse[row] == pytest.approx(((mat @ ref - data[row]) ** 2).sum(), rel=1e-6)
+
+
+def test_every_curve_evaluated_together_equals_each_evaluated_alone():
+    """evaluate_curves gives, bit for bit, what BezierCurve.evaluate gives curve by curve: thirds
+    handles, free handles of any length (Blender shortens those longer than their segment), one-key
+    curves, frames before the first key and after the last, curves of different key frames."""
+    from anim_signals.splines.bspline import BezierCurve, constant_curve, evaluate_curves
+
+    rng = np.random.default_rng(6)
+    curves = [constant_curve(3.0, -2.0)]
+    for trial in range(12):
+        k = int(rng.integers(2, 12))
+        x = np.cumsum(rng.uniform(0.5, 9.0, k)) + rng.uniform(-20.0, 20.0)
+        y = rng.normal(0.0, 10.0 ** rng.integers(-2, 3), k)
+        h = np.diff(x)
+        if trial % 3 == 0:  # thirds: a spline's keys
+            left, right = np.concatenate([h[:1], h]) / 3, np.concatenate([h, h[-1:]]) / 3
+        else:
+            left = np.concatenate([h[:1], h]) * rng.uniform(0.0, 1.7, k)
+            right = np.concatenate([h, h[-1:]]) * rng.uniform(0.0, 1.7, k)
+        slope_l, slope_r = rng.normal(0.0, 2.0, k), rng.normal(0.0, 2.0, k)
+        curves.append(BezierCurve(np.column_stack([x, y]), np.column_stack([x - left, y - left * slope_l]),
+                                  np.column_stack([x + right, y + right * slope_r]), np.full(k, "FREE")))
+    curves.append(constant_curve(0.0, 7.0))
+    frames = np.concatenate([np.linspace(-40.0, 140.0, 301), [curves[1].co[0, 0], curves[1].co[-1, 0]]])
+    together = evaluate_curves(curves, frames)
+    assert together.shape == (frames.size, len(curves))
+    for j, curve in enumerate(curves):
+        np.testing.assert_array_equal(together[:, j], curve.evaluate(frames))
+    assert evaluate_curves([], frames).shape == (frames.size, 0)
