@@ -22,8 +22,11 @@ local
 bspline
     Clamped knot vectors, banded bases for many knot vectors at once, least squares,
     evaluation, conversion to Bezier keys.
+bezier_keys
+    Blender's Bezier keys as arrays (:class:`BezierCurve`) and their evaluation as Blender
+    evaluates them, one curve or many at once (:func:`evaluate_curves`).
 bezier
-    Blender-style Bezier keys: Hermite keys, key repair and pruning, broken-handle counts.
+    Edits of those keys: Hermite keys, key repair and pruning, broken-handle counts.
 key_reduction
     The fewest keys per channel, every segment with its own free handles (the Fit Spline
     operator's default): :func:`fewest_keys`, a shortest path over key positions.
@@ -39,7 +42,8 @@ pose_kinematics
 """
 
 from .bezier import hermite_keys, prune_keys, repair_keys
-from .bspline import BezierCurve, constant_curve, evaluate_curves, spline_to_bezier
+from .bezier_keys import BezierCurve, constant_curve, evaluate_curves
+from .bspline import spline_to_bezier
 from .fitting import ChannelsFit, fit_channels, interpolating_curve, iter_fit_channels
 from .key_reduction import FewestKeys, fewest_keys, iter_fewest_keys
 from .latent import FitCancelled, SplineModel, distortion, fit_latent_spline, fit_uniform_spline

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bspline import BezierCurve
+from .bezier_keys import BezierCurve
 
 __all__ = ["broken_handles", "hermite_keys", "insert_keys", "prune_keys", "repair_keys", "segment_values"]
 

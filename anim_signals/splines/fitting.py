@@ -23,7 +23,8 @@ import numpy as np
 
 from ..validation import choice, finite_array, finite_result, positive_int
 from .bezier import hermite_keys, insert_keys, prune_keys, repair_keys
-from .bspline import BezierCurve, constant_curve, evaluate_curves, spline_to_bezier
+from .bezier_keys import BezierCurve, constant_curve, evaluate_curves
+from .bspline import spline_to_bezier
 from .key_reduction import PoseCheck, iter_fewest_keys
 from .knots import FEASIBLE, KnotProblem, snap_grid
 from .latent import (

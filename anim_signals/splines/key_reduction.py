@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import fast_search, segment_fit
-from .bspline import BezierCurve, evaluate_curves
+from .bezier_keys import BezierCurve, evaluate_curves
 from .fast_search import Chosen
 from .segment_fit import ACCEPT_SHARE, HANDLE_PAIRS, fit_segments_of, segment_feasible, segment_values
 from .stored_keys import as_stored, check_and_repair

@@ -22,7 +22,8 @@ import numpy as np
 
 from ..steps import run_steps
 from ..validation import MAX_MAGNITUDE, choice, finite_array, finite_result, non_negative, positive_int
-from .bspline import BezierCurve, clamped_knots, evaluate, lsq_batch, spline_to_bezier
+from .bezier_keys import BezierCurve
+from .bspline import clamped_knots, evaluate, lsq_batch, spline_to_bezier
 from .knots import SCORE_CHUNK_ELEMENTS, KnotProblem, curvature_knots, snap_grid, snap_knots
 from .tolerance import solve_tolerance
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bspline import BezierCurve
+from .bezier_keys import BezierCurve
 
 __all__ = [
     "ACCEPT_SHARE",

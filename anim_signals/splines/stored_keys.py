@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bspline import BezierCurve
+from .bezier_keys import BezierCurve
 
 __all__ = ["as_stored", "check_and_repair"]
 

@@ -120,7 +120,7 @@ def test_every_curve_evaluated_together_equals_each_evaluated_alone():
     """evaluate_curves gives, bit for bit, what BezierCurve.evaluate gives curve by curve: thirds
     handles, free handles of any length (Blender shortens those longer than their segment), one-key
     curves, frames before the first key and after the last, curves of different key frames."""
-    from anim_signals.splines.bspline import BezierCurve, constant_curve, evaluate_curves
+    from anim_signals.splines.bezier_keys import BezierCurve, constant_curve, evaluate_curves
 
     rng = np.random.default_rng(6)
     curves = [constant_curve(3.0, -2.0)]

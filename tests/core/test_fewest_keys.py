@@ -488,7 +488,7 @@ def test_groups_need_one_label_per_channel():
 
 def test_insert_keys_leaves_the_curve_as_blender_evaluates_it():
     from anim_signals.splines.bezier import insert_keys
-    from anim_signals.splines.bspline import BezierCurve
+    from anim_signals.splines.bezier_keys import BezierCurve
 
     rng = np.random.default_rng(4)
     xs = np.array([0.0, 7.0, 20.0, 26.0, 40.0])

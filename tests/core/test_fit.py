@@ -362,7 +362,7 @@ def test_repair_evaluating_only_the_changed_segments_equals_a_full_evaluation_ea
 def test_a_repair_keeps_the_corners_it_does_not_touch():
     """A corner (FREE, a slope either side) away from the samples a repair fixes keeps its handles
     and its type; the keys next to the fixed samples get new segments."""
-    from anim_signals.splines.bspline import BezierCurve
+    from anim_signals.splines.bezier_keys import BezierCurve
 
     x = np.array([0.0, 50.0, 100.0, 150.0, 200.0])
     y = np.array([0.0, 1.0, 2.0, 1.0, 0.0])
