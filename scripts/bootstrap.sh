@@ -48,9 +48,12 @@ make_venv() {  # make_venv <dir> <requirements> [numpy version, default Blender'
         log "$req changed: updating $venv"
     fi
     rm -f "$stamp"
-    log "installing $req into $venv (first time: a few minutes, bpy is large)"
+    log "installing $req into $venv (first time: a few minutes, bpy is large;" \
+        "$(df -Pm "$ROOT" | awk 'NR==2 {printf "%.1f", $4 / 1024}') GB free, the three venvs take about 4 GB)"
     # One resolve of the full pinned lock: numpy==1.26.4 is in it, so bpy cannot pull numpy 2.
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$req" 2>&1 \
+    # --no-cache-dir: each bpy wheel would otherwise sit twice on disk (pip's cache beside the
+    # unpacked venv), and a CI machine with little free disk ran out installing the second bpy.
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir -r "$req" 2>&1 \
         | grep -v "is ignored: it is neither a file nor a directory" || true
     # pip's status is lost in the pipe above: verify the result explicitly.
     "$venv/bin/python" -m pip check >/dev/null 2>&1 || {
