@@ -420,6 +420,26 @@ def set_active(ob) -> None:
     bpy.context.view_layer.objects.active = ob
 
 
+HUMAN_HEIGHT_M = 1.75
+
+
+def scale_to_height(ob, metres: float = HUMAN_HEIGHT_M) -> tuple[float, float, float]:
+    """Scale an armature object so its rest skeleton (bone heads and tails) is ``metres`` tall, the
+    scene's units taken as metres: an object-space bound in cm then means cm on a human, whatever
+    units the BVH came in (CMU's cgspeed clips are about 23 units tall, the iClone ones 132 cm).
+    Returns the scale it had, to put back."""
+    import bpy
+    import numpy as np
+
+    rest = [np.array(b.head_local) for b in ob.data.bones] + [np.array(b.tail_local) for b in ob.data.bones]
+    height = float(np.ptp(np.array(rest)[:, 2]))
+    before = tuple(ob.scale)
+    ob.scale = (metres / height,) * 3
+    bpy.context.scene.unit_settings.scale_length = 1.0
+    bpy.context.view_layer.update()
+    return before
+
+
 def object_override(ob) -> dict:
     """A context override making ``ob`` the active, selected object (for operators)."""
     import bpy

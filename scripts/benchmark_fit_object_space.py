@@ -44,7 +44,7 @@ import numpy as np  # noqa: E402
 from benchmarking import report  # noqa: E402
 
 DATA_DIR = be.REPO_ROOT.parent / "shared" / "data" / "mocap"
-HEIGHT_M = 1.75
+HEIGHT_M = be.HUMAN_HEIGHT_M
 SHELL_M = 0.03
 GOAL_ERROR_RATIO = 0.5
 GOAL_SHARED_SHARE = 0.20
@@ -151,11 +151,7 @@ def run_clip(path, override) -> list[dict]:
     fcs = be.action_fcurves(ob)
     lo, hi = be.fcurve_frame_range(fcs)
     frames = np.arange(int(lo), int(hi) + 1)
-    rest = [np.array(b.head_local) for b in ob.data.bones] + [np.array(b.tail_local) for b in ob.data.bones]
-    height = float(np.ptp(np.array(rest)[:, 2]))
-    ob.scale = (HEIGHT_M / height,) * 3
-    bpy.context.view_layer.update()
-    bpy.context.scene.unit_settings.scale_length = 1.0
+    be.scale_to_height(ob, HEIGHT_M)
     reference = virtual_vertices(ob, frames, orig)
     n_curves = len(fcs)
 

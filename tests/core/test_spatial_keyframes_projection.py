@@ -267,10 +267,12 @@ def test_algorithm1_never_increases_a_frames_error(method, keep_moving, chain):
     assert np.all(info["error_after"] <= info["error_before"] + 1e-12)
     assert info["error_after"].sum() < info["error_before"].sum()
     np.testing.assert_array_equal(q1[keys], q0[keys])
-    # the reported errors are the back-projection's eq. (1) errors
+    # the reported errors are the back-projection's eq. (1) errors (at the key frames both are
+    # rotation angles of rounding errors, about 3e-7 rad: an angle near zero is the square root of
+    # a rounding error, which differs with the CPU's BLAS kernels, so the absolute tolerance is 1e-6 rad)
     rbf = fit_rotation_rbf(q1[keys], clip.quaternions[keys])
     np.testing.assert_allclose(info["error_after"], pose_distance(rbf.evaluate(q1), clip.quaternions, w),
-                               atol=1e-9)
+                               rtol=1e-7, atol=1e-6)
 
 
 @settings(max_examples=10, deadline=None)
