@@ -24,8 +24,8 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["TRANSFORMS", "VIRTUAL_VERTICES", "PoseModel", "largest_distances", "pose_matrices", "pose_vertices",
-           "rest_relative", "rotation_matrices", "shell_points"]
+__all__ = ["TRANSFORMS", "VIRTUAL_VERTICES", "PoseModel", "largest_distances", "matrix_vertex_rows", "pose_matrices",
+           "pose_vertices", "rest_relative", "rotation_matrices", "shell_points"]
 
 VIRTUAL_VERTICES = 7  # per bone: head +- shell along X, Y, Z, and the tail
 
@@ -329,7 +329,43 @@ def _pose_rows(parents: np.ndarray, relative: np.ndarray, loc: np.ndarray, rot: 
 
 def _world_points(rows: np.ndarray, object_matrix: ArrayLike, points: ArrayLike) -> np.ndarray:
     """``object_matrix @ pose_matrix @ point`` from :func:`_pose_rows`' layout: (3, P, B, F)."""
-    world = _compose(np.asarray(object_matrix, dtype=float)[:3, :, None, None], rows)
+    return _placed_points(_compose(np.asarray(object_matrix, dtype=float)[:3, :, None, None], rows), points)
+
+
+def matrix_vertex_rows(pose_matrices: ArrayLike, world_matrices: ArrayLike, points: ArrayLike) -> np.ndarray:
+    """World-space points of bones from their evaluated matrices, in :meth:`PoseModel.vertex_rows`'
+    layout: ``world_matrix @ pose_matrix @ point`` for every frame, bone and point.
+
+    Parameters
+    ----------
+    pose_matrices : array_like, shape (F, B, 4, 4)
+        Each bone's pose matrix in armature space at each frame (affine: last row 0 0 0 1; float32
+        as Blender stores them is fine, and a transposed view of column-major storage too).
+    world_matrices : array_like, shape (F, 4, 4)
+        The armature's world matrix at each frame (affine).
+    points : array_like, shape (B, P, 4)
+        Homogeneous points in each bone's own space (:func:`shell_points`).
+
+    Returns
+    -------
+    ndarray, shape (3, P, B, F)
+        Coordinates first, frames last (compare two with :func:`largest_distances`).
+
+    Examples
+    --------
+    >>> pose = np.tile(np.eye(4), (2, 1, 1, 1)); pose[1, 0, :3, 3] = [0.0, 0.0, 1.0]  # frame 1: up 1
+    >>> matrix_vertex_rows(pose, np.tile(np.eye(4), (2, 1, 1)), shell_points([2.0], 0.5))[:, 6, 0]
+    array([[0., 0.],
+           [2., 2.],
+           [0., 1.]])
+    """
+    pose = np.moveaxis(np.asarray(pose_matrices)[..., :3, :], (0, 1), (-1, -2))  # (3, 4, B, F)
+    world = np.moveaxis(np.asarray(world_matrices, dtype=float)[:, :3, :], 0, -1)[:, :, None, :]  # (3, 4, 1, F)
+    return _placed_points(_compose(world, pose), points)
+
+
+def _placed_points(world: np.ndarray, points: ArrayLike) -> np.ndarray:
+    """Points (B, P, 4) of each bone placed by its matrices' top rows (3, 4, B, F): (3, P, B, F)."""
     points = np.asarray(points, dtype=float)
     if math.prod(world.shape[2:]) < ENTRYWISE_FROM:  # (B, F, 3, 4) @ (B, 1, 4, P)
         stacked = np.moveaxis(world, (0, 1), (-2, -1)) @ np.swapaxes(points, -1, -2)[:, None]

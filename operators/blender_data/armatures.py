@@ -23,7 +23,7 @@ from typing import Any
 import bpy
 import numpy as np
 
-from ...anim_signals.splines.pose_kinematics import VIRTUAL_VERTICES, shell_points
+from ...anim_signals.splines.pose_kinematics import VIRTUAL_VERTICES, matrix_vertex_rows, shell_points
 from .actions import (
     action_slot_identifier,
     assign_action,
@@ -180,7 +180,9 @@ def object_scale(ob: bpy.types.Object) -> float:
 
 def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Sequence[float] | np.ndarray, shell: float,
                      action: bpy.types.Action | None = None, slot_identifier: str | None = None) -> np.ndarray:
-    """World-space virtual vertices of every pose bone at ``frames``: (len(frames), n_bones, 7, 3).
+    """World-space virtual vertices of every pose bone at ``frames``: (3, 7, n_bones, len(frames)),
+    coordinates first and frames last (the core's pose model's layout: compare with
+    :func:`~anim_signals.splines.largest_distances`).
 
     Each bone's head moved by ``shell`` (armature units) both ways along its local X, Y and Z
     axes, and its tail (the core's :func:`~anim_signals.splines.shell_points`: ACL's shell points,
@@ -192,7 +194,7 @@ def virtual_vertices(scene: bpy.types.Scene, ob: bpy.types.Object, frames: Seque
     current frame is restored afterwards.
     """
     if ob.type != "ARMATURE" or ob.pose is None:
-        return np.empty((len(frames), 0, VIRTUAL_VERTICES, 3))
+        return np.empty((3, VIRTUAL_VERTICES, 0, len(frames)))
     if action is None:
         return virtual_vertices_of(scene, [ob], frames, shell)[0]
     with assigned_action(ob, action):
@@ -205,7 +207,8 @@ def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Ob
     """:func:`virtual_vertices` of armatures with the same bones (an armature and its
     :func:`playing_copy`) as they play, read in one depsgraph pass: each frame change evaluates
     them all (in parallel), about 1.3x one armature's pass on 2 cores rather than 2x; in an
-    :func:`.frames.evaluation_scene` of theirs when ``scene`` is the user's."""
+    :func:`.frames.evaluation_scene` of theirs when ``scene`` is the user's. (3, 7, n_bones,
+    len(frames)) each."""
     pose = armatures[0].pose.bones  # type: ignore[union-attr]
     n, count = len(pose), len(frames)
     # (the rest length: a pose bone's own ``length`` is its posed length, scale included, as of
@@ -220,10 +223,9 @@ def virtual_vertices_of(scene: bpy.types.Scene, armatures: Sequence[bpy.types.Ob
                 ob_eval: Any = ob.evaluated_get(depsgraph)
                 ob_eval.pose.bones.foreach_get("matrix", mats[k, i])
                 worlds[k, i] = ob_eval.matrix_world
-    # (column-major matrices) world @ pose matrix @ each bone's points, every frame at once
-    pose_matrices = mats.reshape(len(armatures), count, n, 4, 4).astype(np.float64).transpose(0, 1, 2, 4, 3)
-    world = (worlds[:, :, None] @ pose_matrices)[..., :3, :]
-    return list(np.swapaxes(world @ np.swapaxes(local, -1, -2), -1, -2))
+    # world @ pose matrix @ each bone's points (Blender's matrices column-major: transposed views)
+    pose_matrices = mats.reshape(len(armatures), count, n, 4, 4).swapaxes(-1, -2)
+    return [matrix_vertex_rows(pose_matrices[k], worlds[k], local) for k in range(len(armatures))]
 
 
 @contextmanager

@@ -233,15 +233,10 @@ def _fitted_copy(check: JointCheck) -> bpy.types.Action:
     return tmp
 
 
-def _as_rows(vertices: np.ndarray) -> np.ndarray:
-    """Virtual vertices (F, B, 7, 3) as the pose model lays them out, (3, 7, B, F)."""
-    return np.ascontiguousarray(vertices.transpose(3, 2, 1, 0))
-
-
 def _vertices(check: JointCheck, action, lo: float, hi: float,
               rows: np.ndarray | None = None) -> Generator[float, None, np.ndarray]:
     """World-space virtual vertices at every original frame (those of ``rows`` only, when given), a
-    chunk of frames per step; (3, 7, B, F) (:func:`_as_rows`)."""
+    chunk of frames per step; (3, 7, B, F), coordinates first and frames last."""
     frames = check.job.frames if rows is None else check.job.frames[rows]
     parts = []
     with evaluation_scene(check.scene, [check.ob]) as where:  # one for every chunk
@@ -250,13 +245,13 @@ def _vertices(check: JointCheck, action, lo: float, hi: float,
             parts.append(virtual_vertices(where, check.ob, chunk, check.shell_local, action,
                                           check.job.slot_identifier))
             yield lo + (hi - lo) * min(1.0, (start + chunk.size) / frames.size)
-    return _as_rows(np.concatenate(parts) if parts else np.empty((0, len(check.names), VIRTUAL_VERTICES, 3)))
+    return np.concatenate(parts, axis=-1) if parts else np.empty((3, VIRTUAL_VERTICES, len(check.names), 0))
 
 
 def _original_and_fitted(check: JointCheck, lo: float, hi: float) -> Generator[float, None, tuple[np.ndarray, np.ndarray]]:
     """The virtual vertices of the original clip and of the fitted keys at every original frame, in
     one depsgraph pass: the armature plays its action, a temporary copy of it the fitted keys;
-    (3, 7, B, F) each (:func:`_as_rows`)."""
+    (3, 7, B, F) each."""
     frames = check.job.frames
     tmp = _fitted_copy(check)
     parts = []
@@ -270,9 +265,9 @@ def _original_and_fitted(check: JointCheck, lo: float, hi: float) -> Generator[f
     finally:
         bpy.data.actions.remove(tmp)
     if not parts:
-        empty = _as_rows(np.empty((0, len(check.names), VIRTUAL_VERTICES, 3)))
+        empty = np.empty((3, VIRTUAL_VERTICES, len(check.names), 0))
         return empty, empty
-    return _as_rows(np.concatenate([p[0] for p in parts])), _as_rows(np.concatenate([p[1] for p in parts]))
+    return np.concatenate([p[0] for p in parts], axis=-1), np.concatenate([p[1] for p in parts], axis=-1)
 
 
 def _pose_model(check: JointCheck) -> None:

@@ -259,7 +259,7 @@ def test_one_pass_reads_an_armature_and_its_playing_copy_as_separate_passes_do(s
     objects_before = set(bpy.data.objects)
     with arm.playing_copy(scene, ob, other_action) as copy:
         assert copy.name.startswith("Biped") and copy.name.endswith(".verify") and copy.hide_get()
-        mine, theirs = arm.virtual_vertices_of(scene, [ob, copy], frames, 0.03)
+        mine, theirs = (rows.transpose(3, 2, 1, 0) for rows in arm.virtual_vertices_of(scene, [ob, copy], frames, 0.03))
     assert set(bpy.data.objects) == objects_before and scene.frame_current == 7
     assert ob.animation_data.action == original
     np.testing.assert_allclose(mine, _vertices(ob, frames, 0.03), atol=1e-5)

@@ -12,6 +12,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from anim_signals.splines.pose_kinematics import (
+    largest_distances,
+    matrix_vertex_rows,
     pose_matrices,
     pose_vertices,
     rest_relative,
@@ -231,3 +233,28 @@ def test_pose_model_against_a_slow_reference(n_frames):
     nudged[:, 11] += 5.0
     moved_bones = np.flatnonzero(largest_distances(model.vertex_rows(nudged), rows) > 0.0)
     np.testing.assert_array_equal(moved_bones, [1, 2, 3])
+
+
+@pytest.mark.parametrize("n_frames", [3, 60])  # numpy's stacked products, and entry by entry
+def test_matrix_vertex_rows_against_one_point_at_a_time(n_frames):
+    """The depsgraph's matrices to virtual vertices: Blender's float32 column-major storage read as
+    a transposed view, a world matrix per frame, against each point placed on its own."""
+    rng = np.random.default_rng(5)
+    n_bones = 40
+    pose = np.zeros((n_frames, n_bones, 4, 4))
+    pose[..., :3, :] = rng.normal(size=(n_frames, n_bones, 3, 4))
+    pose[..., 3, 3] = 1.0
+    world = np.zeros((n_frames, 4, 4))
+    world[:, :3, :] = rng.normal(size=(n_frames, 3, 4))
+    world[:, 3, 3] = 1.0
+    stored = np.ascontiguousarray(pose.swapaxes(-1, -2)).astype(np.float32)  # as foreach_get("matrix") fills it
+    points = shell_points(rng.uniform(0.1, 2.0, n_bones), 0.03)
+    got = matrix_vertex_rows(stored.swapaxes(-1, -2), world, points)
+    assert got.shape == (3, 7, n_bones, n_frames)
+    exact = pose.astype(np.float32).astype(float)
+    for f in range(n_frames):
+        for b in range(n_bones):
+            for p in range(7):
+                expected = (world[f] @ exact[f, b] @ points[b, p])[:3]
+                np.testing.assert_allclose(got[:, p, b, f], expected, rtol=1e-12, atol=1e-12)
+    assert largest_distances(got, got).max() == 0.0
