@@ -49,6 +49,7 @@ from ..blender_data.actions import action_fcurves, fcurves_of_action
 from ..blender_data.armatures import (
     VIRTUAL_VERTICES,
     cm_per_unit,
+    figure_height,
     has_constraints_or_drivers,
     object_scale,
     playing_copy,
@@ -97,6 +98,11 @@ MODEL_AGREEMENT = 0.05
 # With keys shared by every curve, the search takes a segment where the pose model keeps the joints
 # within this share of X (room for Blender's float32 keys and its own x(t) solve)
 POSE_CHECK_SHARE = 0.99
+# A rig outside these heights (cm, world space) gets a warning that says how tall it is: a BVH in
+# cm or inches imported as is plays a giant in metres, on which "1 cm" asks for far more keys than
+# meant (the iClone clips of ../shared/data: 132 m tall; 1 cm there is 39,952 keys on 1,500 frames,
+# 12,969 on the skeleton scaled to 1.75 m).
+PLAUSIBLE_HEIGHT_CM = (10.0, 1000.0)
 _BONE_PROPERTIES = ("location", "rotation_euler", "rotation_quaternion", "scale")
 _OBJECT_PROPERTIES = _BONE_PROPERTIES + tuple("delta_" + p for p in _BONE_PROPERTIES)
 
@@ -204,6 +210,12 @@ def plan_joint_fit(ob, scene, *, max_joint_error: float, shell_distance: float, 
     check_base = tol.copy()
     tol[np.array([k != "OTHER" for k in kinds])] *= RELAX
     job.tolerance = tol
+    height_cm = figure_height(ob) * cm_local
+    if height_cm > 0.0 and not PLAUSIBLE_HEIGHT_CM[0] <= height_cm <= PLAUSIBLE_HEIGHT_CM[1]:
+        plan.warnings.append(
+            f'"{ob.name}" is {height_cm / 100.0:.3g} m tall in scene units, so the joint bound is '
+            f"{max_joint_error:g} cm on a figure that size; if the rig is in cm or inches (BVH files often "
+            "are), set Scene > Units > Unit Scale (0.01 for cm) or scale the armature")
     plan.joints = JointCheck(
         ob=ob, scene=scene, job=job, max_error_cm=float(max_joint_error), shell_cm=float(shell_distance),
         names=names, parents=parents, channel_bones=bones, kinds=kinds, cm_per_world=cm_world,

@@ -354,6 +354,26 @@ def test_bad_distances_are_refused_by_the_plan(scene):
             osp.plan_joint_fit(ob, scene, **kwargs)
 
 
+def test_a_rig_of_implausible_height_is_named_with_its_height(scene):
+    """A BVH in cm imported as is (a 100 times too large figure, scene units metres) gets a warning
+    naming its height and the Unit Scale; the same rig at its size, or in a scene whose unit scale
+    makes it so, gets none."""
+    osp = _object_space_module()
+    ob, _ = _make_rig(n_frames=30)
+    height_m = float(osp.figure_height(ob)) * 1.0  # the test rig: scene units as metres
+    assert 0.1 <= height_m <= 10.0
+    assert osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0).warnings == []
+    ob.scale = (100.0,) * 3
+    bpy.context.view_layer.update()
+    warnings = osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0).warnings
+    assert len(warnings) == 1 and f"{100 * height_m:.3g} m tall" in warnings[0] and "Unit Scale" in warnings[0]
+    scene.unit_settings.scale_length = 0.01  # units are cm: the figure is its own size again
+    try:
+        assert osp.plan_joint_fit(ob, scene, max_joint_error=1.0, shell_distance=3.0).warnings == []
+    finally:
+        scene.unit_settings.scale_length = 1.0
+
+
 def test_per_curve_mode_is_unchanged_by_the_joint_settings(scene):
     ob, frames = _make_rig(n_frames=40)
     assert run_fit(error_space="PER_CURVE", max_joint_error=0.01) == {"FINISHED"}
